@@ -1,0 +1,70 @@
+// Package spatial talks to the spatial data server (a SEEREP instance) over gRPC and
+// turns what it answers into gardend's own types. Generated proto types never leave
+// this package.
+package spatial
+
+import "time"
+
+// Bed is one bed (one spatial-server project) with its plants, as read from the server.
+type Bed struct {
+	ProjectUUID string
+	Name        string
+	// Origin is the WGS84 position of the origin of the bed's "map" frame.
+	Origin LatLon
+	// Plants are sorted by Name, byte-wise.
+	Plants []Plant
+}
+
+// Plant is one plant of a bed: a measurement geometry and, when the robot recorded
+// one, a point-cloud geometry with the same name.
+type Plant struct {
+	// Name is the geometry name shared by the plant's measurement and point cloud.
+	Name string
+	// ID is the uuid of the plant's measurement geometry.
+	ID string
+	// Species is the name of the plant's instance ("mangold").
+	Species string
+	// Variety is the class attribute "variety" ("Lucullus").
+	Variety string
+
+	// Measured values; nil means the server did not send the value (never zero).
+	Humidity    *float64
+	Yield       *float64
+	GrowthState *float64
+	// PlantedAt is the instance attribute planting_date; nil when absent.
+	PlantedAt *time.Time
+	Health    []Health
+	Status    string
+
+	// Cloud is the plant's point-cloud geometry; nil when none was recorded.
+	Cloud *CloudRef
+}
+
+// Health is one health aspect of a plant: Type is "water", "nutrients", "diseases" or
+// any other string the server sends; Level is the level of concern.
+type Health struct {
+	Type  string
+	Level int64
+}
+
+// CloudRef names a plant's point cloud on the server and the transform that maps its
+// frame into the bed's map frame.
+type CloudRef struct {
+	UUID    string
+	FrameID string
+	// Transform maps FrameID coordinates into "map"; nil when the server has none.
+	Transform *Transform
+}
+
+// Transform is a rigid transform: m = R(Rotation)·p + Translation.
+type Transform struct {
+	Translation [3]float64
+	// Rotation is a quaternion (x, y, z, w); not necessarily normalised.
+	Rotation [4]float64
+}
+
+// LatLon is a WGS84 position in degrees.
+type LatLon struct {
+	Lat float64 `json:"lat"`
+	Lon float64 `json:"lon"`
+}
