@@ -26,7 +26,7 @@ const fixtureDir = "../testdata/images"
 
 // Fixture names and the dimensions of the images in them.
 const (
-	fixturePNG      = "garden.png"         // 64×48 RGBA
+	fixturePNG      = "garden.png"          // 64×48 RGBA
 	fixturePaletted = "garden-paletted.png" // 16×8 paletted: DecodeConfig reads PLTE too
 	fixtureJPEG     = "garden.jpg"          // 64×48, named honestly
 	fixtureGIF      = "garden.gif"          // 64×48

@@ -1,0 +1,189 @@
+package imagestore
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+)
+
+const (
+	// tempPrefix marks files Put has not finished; Sweep deletes them. The leading
+	// dot keeps them apart from image names, which are lowercase hex.
+	tempPrefix = ".tmp-"
+	// nameBytes random bytes name an image: 128 bits make a collision (which
+	// rename would turn into an overwrite) practically impossible.
+	nameBytes = 16
+	imageExt  = ".png"
+)
+
+// Store keeps image files in one directory. It assumes that a single process owns
+// the directory (one gardend per data directory). Its methods are safe for concurrent
+// use, except Sweep, which is meant for start-up (see Sweep).
+//
+// Image paths ("rel") are relative to the parent of the directory, i.e. to the data
+// directory when the directory is "<data>/images": "images/<32 hex digits>.png". They
+// always use "/" as separator. Only paths of exactly that form are accepted back, so
+// no path can leave the directory.
+type Store struct {
+	dir    string // absolute
+	prefix string // base name of dir: first element of every image path
+	fault  atomic.Pointer[func(step string) error]
+}
+
+// Open opens the image directory dir, creating it (mode 0700) and missing parents
+// when needed. An existing directory keeps its mode.
+func Open(dir string) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("image directory: %w", err)
+	}
+	prefix := filepath.Base(abs)
+	if prefix == string(filepath.Separator) || prefix == "." || prefix == ".." {
+		return nil, fmt.Errorf("image directory %q: needs a parent (the data directory)", dir)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("image directory: %w", err)
+	}
+	return &Store{dir: abs, prefix: prefix}, nil
+}
+
+// Put stores data under a new random name and returns its image path. The file is
+// written to a temporary file in the same directory, synced, renamed and the
+// directory synced, so after a crash the name either holds all of data or does not
+// exist. On error nothing new is left behind (a crash can leave a temporary file for
+// Sweep).
+func (s *Store) Put(data []byte) (rel string, err error) {
+	f, err := os.CreateTemp(s.dir, tempPrefix+"*")
+	if err != nil {
+		return "", fmt.Errorf("store image: %w", err)
+	}
+	tmp := f.Name()
+	final := ""
+	defer func() {
+		if err != nil {
+			f.Close() // harmless when already closed
+			os.Remove(tmp)
+			if final != "" {
+				os.Remove(final)
+			}
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return "", fmt.Errorf("store image: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return "", fmt.Errorf("store image: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("store image: %w", err)
+	}
+	if err := s.injectFault(StepWritten); err != nil {
+		return "", err
+	}
+	name := newName()
+	if err := os.Rename(tmp, filepath.Join(s.dir, name)); err != nil {
+		return "", fmt.Errorf("store image: %w", err)
+	}
+	final = filepath.Join(s.dir, name)
+	if err := s.injectFault(StepRenamed); err != nil {
+		return "", err
+	}
+	if err := syncDir(s.dir); err != nil {
+		return "", fmt.Errorf("store image: %w", err)
+	}
+	return s.prefix + "/" + name, nil
+}
+
+// Open opens the image at rel for reading and reports its size. A well-formed path
+// without a file gives ErrNotFound; any other path gives ErrBadPath.
+func (s *Store) Open(rel string) (io.ReadCloser, int64, error) {
+	path, err := s.path(rel)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, rel)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("open image: %w", err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("open image: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("open image %s: not a regular file", rel)
+	}
+	return f, info.Size(), nil
+}
+
+// Remove deletes the image at rel. A missing file is not an error: removal follows a
+// committed record change and may be repeated. The directory is not synced; if a crash
+// brings the file back, Sweep finds it unreferenced.
+func (s *Store) Remove(rel string) error {
+	path, err := s.path(rel)
+	if err != nil {
+		return err
+	}
+	if err := s.injectFault(StepRemove); err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove image: %w", err)
+	}
+	return nil
+}
+
+// path maps an image path to its file, accepting only names Put generates.
+func (s *Store) path(rel string) (string, error) {
+	name, ok := strings.CutPrefix(rel, s.prefix+"/")
+	if !ok || !isImageName(name) {
+		return "", fmt.Errorf("%w: %q", ErrBadPath, echo(rel))
+	}
+	return filepath.Join(s.dir, name), nil
+}
+
+// newName returns a random image file name.
+func newName() string {
+	var b [nameBytes]byte
+	rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
+	return hex.EncodeToString(b[:]) + imageExt
+}
+
+// isImageName reports whether name has the form newName produces.
+func isImageName(name string) bool {
+	hexPart, ok := strings.CutSuffix(name, imageExt)
+	if !ok || len(hexPart) != 2*nameBytes {
+		return false
+	}
+	for i := range len(hexPart) {
+		c := hexPart[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return err
+	}
+	return d.Close()
+}
