@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/store"
+)
+
+// callAdmin runs an admin operation: through the running server's socket when there is
+// one, else in-process on the database. It never waits more than about a second for a
+// lock and never fails silently.
+func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
+	body, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	sock := server.AdminSocketPath(dataDir)
+	if _, err := os.Stat(sock); err == nil {
+		resp, err := socketCall(ctx, sock, op, body)
+		if err == nil {
+			defer resp.Body.Close()
+			return decodeAdminResponse(resp, out)
+		}
+		// A socket nobody answers on is left over from a crashed server: fall through.
+	}
+	return directCall(ctx, dataDir, op, body, func(res any) error {
+		if out == nil {
+			return nil
+		}
+		data, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(data, out)
+	})
+}
+
+// directCall opens the database itself (no server running) and runs op.
+func directCall(ctx context.Context, dataDir, op string, args []byte, use func(any) error) error {
+	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, server.AdminSocketPath(dataDir))
+		}
+		return err
+	}
+	defer st.Close()
+	admin := server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1))
+	res, err := admin.Do(ctx, op, args)
+	if err != nil {
+		return err
+	}
+	if _, ok := res.(server.StreamResult); ok {
+		return fmt.Errorf("operation %s streams its answer; it cannot be decoded as JSON", op)
+	}
+	return use(res)
+}
+
+func socketClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			d := net.Dialer{Timeout: 2 * time.Second}
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+}
+
+func socketCall(ctx context.Context, sock, op string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://gardend/ops/"+op, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return socketClient(sock).Do(req)
+}
+
+func decodeAdminResponse(resp *http.Response, out any) error {
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var p struct {
+			Detail string            `json:"detail"`
+			Errors map[string]string `json:"errors"`
+		}
+		if json.Unmarshal(data, &p) == nil && p.Detail != "" {
+			return errors.New(p.Detail)
+		}
+		return fmt.Errorf("admin socket answered %s", resp.Status)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// requireDatabase refuses to create an empty database just to inspect it.
+func requireDatabase(dataDir string) error {
+	path := filepath.Join(dataDir, store.FileName)
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("no gardend database at %s: pass --data with the directory serve uses", path)
+	}
+	return nil
+}

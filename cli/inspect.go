@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gardend/gardend/store"
+)
+
+type inspectOptions struct {
+	global *globalOptions
+	json   bool
+}
+
+// inspectView is one `gardend inspect <name>`: an admin operation and a table printer.
+type inspectView struct {
+	name, short string
+	op          string
+	newResult   func() any
+	table       func(tw io.Writer, v any)
+}
+
+func inspectViews() []inspectView {
+	return []inspectView{
+		{name: "users", short: "List user accounts", op: "inspect.users",
+			newResult: func() any { return &[]store.User{} },
+			table: func(tw io.Writer, v any) {
+				fmt.Fprintln(tw, "ID\tUSERNAME\tNAME\tEMAIL\tSITE ADMIN\tJOINED\tLAST LOGIN")
+				for _, u := range *v.(*[]store.User) {
+					last := "never"
+					if u.LastLogin != nil {
+						last = stamp(*u.LastLogin)
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s %s\t%s\t%v\t%s\t%s\n", u.ID, u.Username, u.FirstName, u.LastName, u.Email, u.SiteAdmin, stamp(u.DateJoined), last)
+				}
+			}},
+		{name: "tokens", short: "List login tokens (digest prefixes only)", op: "inspect.tokens",
+			newResult: func() any { return &[]store.Token{} },
+			table: func(tw io.Writer, v any) {
+				fmt.Fprintln(tw, "DIGEST\tUSER\tCREATED\tEXPIRES")
+				for _, t := range *v.(*[]store.Token) {
+					fmt.Fprintf(tw, "%s…\t%d\t%s\t%s\n", t.Prefix, t.UserID, stamp(t.Created), stamp(t.Expiry))
+				}
+			}},
+		{name: "stats", short: "Show database size and record counts", op: "inspect.stats",
+			newResult: func() any { return &store.Stats{} },
+			table: func(tw io.Writer, v any) {
+				st := v.(*store.Stats)
+				fmt.Fprintf(tw, "schema version\t%d\n", st.SchemaVersion)
+				fmt.Fprintf(tw, "file size\t%s bytes\n", strconv.FormatInt(st.FileBytes, 10))
+				for _, b := range st.Buckets {
+					fmt.Fprintf(tw, "%s\t%d\n", b.Name, b.Keys)
+				}
+			}},
+	}
+}
+
+func newInspectCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "inspect",
+		Short: "Show stored data (works while serve is running)",
+	}
+	for _, view := range inspectViews() {
+		o := &inspectOptions{global: g}
+		sub := &cobra.Command{
+			Use:   view.name,
+			Short: view.short,
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return o.run(cmd, view)
+			},
+		}
+		sub.Flags().BoolVar(&o.json, "json", false, "print JSON instead of a table")
+		cmd.AddCommand(sub)
+	}
+	return cmd
+}
+
+func (o *inspectOptions) run(cmd *cobra.Command, view inspectView) error {
+	if err := requireDatabase(o.global.dataDir); err != nil {
+		return err
+	}
+	res := view.newResult()
+	if err := callAdmin(cmd.Context(), o.global.dataDir, view.op, struct{}{}, res); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	view.table(tw, res)
+	return tw.Flush()
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

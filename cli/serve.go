@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gardend/gardend/server"
+)
+
+type serveOptions struct {
+	global          *globalOptions
+	addr            string
+	tokenTTL        time.Duration
+	logFormat       string
+	logLevel        string
+	corsOrigins     []string
+	maxBody         int64
+	maxImage        int64
+	trustProxy      bool
+	shutdownTimeout time.Duration
+	demo            bool
+}
+
+func newServeCommand(g *globalOptions) *cobra.Command {
+	o := &serveOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP API",
+		Long: `Run the HTTP API on --addr until SIGINT or SIGTERM, then finish in-flight requests
+(bounded by --shutdown-timeout) and close the database. While it runs, the other
+commands reach the database through a Unix socket in the data directory.`,
+		Example: `  gardend serve --demo
+  gardend serve --addr 0.0.0.0:8000 --data /var/lib/gardend --log-format json`,
+		Args: cobra.NoArgs,
+		RunE: o.run,
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", server.DefaultAddr, "listen address (host:port; port 0 picks a free one)")
+	f.DurationVar(&o.tokenTTL, "token-ttl", server.DefaultTokenTTL, "lifetime of login tokens")
+	f.StringVar(&o.logFormat, "log-format", "", "log format: json or console (default: console on a terminal, else json)")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringSliceVar(&o.corsOrigins, "cors-origins", []string{"*"}, "browser origins allowed by CORS (comma-separated; * for any)")
+	f.Int64Var(&o.maxBody, "max-body", server.DefaultMaxBodyBytes, "maximum JSON request body in bytes")
+	f.Int64Var(&o.maxImage, "max-image", server.DefaultMaxImageBytes, "maximum image upload body in bytes")
+	f.BoolVar(&o.trustProxy, "trust-proxy", false, "trust X-Forwarded-Proto/Host from a reverse proxy when building URLs")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to wait for in-flight requests on shutdown")
+	f.BoolVar(&o.demo, "demo", false, "seed a demo account and demo data, and print the credentials")
+	return cmd
+}
+
+func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
+	log, err := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{
+		DataDir:         o.global.dataDir,
+		Addr:            o.addr,
+		TokenTTL:        o.tokenTTL,
+		CORSOrigins:     o.corsOrigins,
+		MaxBodyBytes:    o.maxBody,
+		MaxImageBytes:   o.maxImage,
+		TrustProxy:      o.trustProxy,
+		ShutdownTimeout: o.shutdownTimeout,
+		AdminSocket:     true,
+		Demo:            o.demo,
+		Logger:          log,
+	})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.demo {
+		go func() {
+			select {
+			case <-srv.Ready():
+				fmt.Fprintf(cmd.OutOrStdout(), "gardend demo on http://%s — log in as %q with password %q\n",
+					srv.Addr(), server.DemoUsername, server.DemoPassword)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return srv.Run(ctx)
+}
+
+// newLogger writes JSON lines, or human-friendly lines when asked or on a terminal.
+func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
+	if err != nil || level == "" {
+		return zerolog.Logger{}, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	switch format {
+	case "":
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			format = "console"
+		} else {
+			format = "json"
+		}
+	case "json", "console":
+	default:
+		return zerolog.Logger{}, fmt.Errorf("--log-format %q: use json or console", format)
+	}
+	if format == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}

@@ -1,0 +1,269 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/gardend/gardend/store"
+)
+
+func (s *Server) accountRoutes() []route {
+	return []route{
+		{method: "POST", path: "/register", handler: s.handleRegister, public: true},
+		{method: "POST", path: "/login", handler: s.handleLogin, public: true},
+		{method: "POST", path: "/logout", handler: s.handleLogout},
+		{method: "POST", path: "/logoutall", handler: s.handleLogoutAll},
+		{method: "GET", path: "/user", handler: s.handleGetUser},
+		{method: "PUT", path: "/user", handler: s.handlePutUser},
+		{method: "POST", path: "/user/widgets", handler: s.handleSaveWidgets, maxBody: store.MaxWidgetsBytes + 1},
+		{method: "GET", path: "/user/widgets", handler: s.handleGetWidgets},
+	}
+}
+
+type registerRequest struct {
+	Username  *string `json:"username"`
+	Password  *string `json:"password"`
+	FirstName *string `json:"first_name"`
+	LastName  *string `json:"last_name"`
+	Email     *string `json:"email"`
+}
+
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
+	var req registerRequest
+	if err := decodeJSON(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	v := &store.ValidationError{}
+	required := func(field string, p *string) string {
+		if p == nil {
+			v.Add(field, field+" is required")
+			return ""
+		}
+		return *p
+	}
+	username, password := required("username", req.Username), required("password", req.Password)
+	first, last := required("first_name", req.FirstName), required("last_name", req.LastName)
+	if req.Password != nil {
+		if msg := store.ValidatePassword(password, username); msg != "" {
+			v.Add("password", msg)
+		}
+	}
+	if err := v.OrNil(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Fail fast on a taken name before spending a hash on it; CreateUser re-checks.
+	if _, err := s.store.UserByUsername(username); err == nil {
+		s.writeError(w, r, badRequest("username", "username "+quote(username)+" is already taken"))
+		return
+	}
+	hash, err := s.pw.Hash(r.Context(), password)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	email := ""
+	if req.Email != nil {
+		email = *req.Email
+	}
+	u, err := s.store.CreateUser(store.NewUser{Username: username, FirstName: first, LastName: last, Email: email, PasswordHash: hash})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.loginAs(u.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, res)
+}
+
+func (s *Server) loginAs(userID uint64) (loginResult, error) {
+	res, err := s.issueToken(userID)
+	if err != nil {
+		return res, err
+	}
+	return res, s.store.RecordLogin(userID)
+}
+
+var errBadCredentials = badRequest("", "unable to log in with the provided credentials")
+
+func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
+	username, password, err := loginCredentials(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	u, err := s.store.UserByUsername(username)
+	if errors.Is(err, store.ErrNotFound) {
+		// Hash anyway so response time does not reveal which usernames exist.
+		s.pw.Hash(r.Context(), password)
+		s.writeError(w, r, errBadCredentials)
+		return
+	} else if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ok, err := s.pw.Verify(r.Context(), u.PasswordHash, password)
+	if err != nil || !ok {
+		if err != nil && r.Context().Err() == nil {
+			s.log.Error().Err(err).Uint64("user_id", u.ID).Msg("verify password")
+		}
+		s.writeError(w, r, errBadCredentials)
+		return
+	}
+	res, err := s.loginAs(u.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if ri := infoOf(r); ri != nil {
+		ri.userID = u.ID
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// loginCredentials reads username and password from a form or a JSON body.
+func loginCredentials(r *http.Request) (username, password string, err error) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch mt {
+	case "application/x-www-form-urlencoded", "multipart/form-data":
+		if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+			var big *http.MaxBytesError
+			if errors.As(err, &big) {
+				return "", "", err
+			}
+			return "", "", badRequest("body", "malformed form body")
+		}
+		username, password = r.PostFormValue("username"), r.PostFormValue("password")
+	default:
+		var req struct {
+			Username *string `json:"username"`
+			Password *string `json:"password"`
+		}
+		if err := decodeJSON(r, &req); err != nil {
+			return "", "", err
+		}
+		if req.Username != nil {
+			username = *req.Username
+		}
+		if req.Password != nil {
+			password = *req.Password
+		}
+	}
+	v := &store.ValidationError{}
+	if username == "" {
+		v.Add("username", "username is required")
+	}
+	if password == "" {
+		v.Add("password", "password is required")
+	}
+	return username, password, v.OrNil()
+}
+
+func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
+	token, _ := bearerToken(r)
+	if err := s.store.RevokeToken(store.TokenDigest(token)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeRawJSON(w, http.StatusOK, []byte("{}"))
+}
+
+func (s *Server) handleLogoutAll(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.store.RevokeUserTokens(currentUser(r).ID, nil); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeRawJSON(w, http.StatusOK, []byte("{}"))
+}
+
+func (s *Server) handleGetUser(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, currentUser(r))
+}
+
+type userUpdateRequest struct {
+	Username  *string `json:"username"`
+	FirstName *string `json:"first_name"`
+	LastName  *string `json:"last_name"`
+	Password  *string `json:"password"`
+	Email     *string `json:"email"`
+}
+
+func (s *Server) handlePutUser(w http.ResponseWriter, r *http.Request) {
+	var req userUpdateRequest
+	if err := decodeJSON(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Username == nil && req.FirstName == nil && req.LastName == nil && req.Password == nil && req.Email == nil {
+		s.writeError(w, r, badRequest("body", "send at least one of username, first_name, last_name, password, email"))
+		return
+	}
+	me := currentUser(r)
+	up := store.UserUpdate{Username: req.Username, FirstName: req.FirstName, LastName: req.LastName, Email: req.Email}
+	if req.Password != nil {
+		name := me.Username
+		if req.Username != nil {
+			name = *req.Username
+		}
+		if msg := store.ValidatePassword(*req.Password, name); msg != "" {
+			s.writeError(w, r, badRequest("password", msg))
+			return
+		}
+		hash, err := s.pw.Hash(r.Context(), *req.Password)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		token, _ := bearerToken(r)
+		digest := store.TokenDigest(token)
+		up.PasswordHash, up.KeepToken = &hash, digest[:]
+	}
+	u, err := s.store.UpdateUser(me.ID, up)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, u)
+}
+
+func (s *Server) handleSaveWidgets(w http.ResponseWriter, r *http.Request) {
+	if !isJSON(r) {
+		s.writeError(w, r, &apiError{status: http.StatusUnsupportedMediaType, detail: "send the widgets as application/json"})
+		return
+	}
+	doc, err := io.ReadAll(r.Body)
+	if err != nil {
+		var big *http.MaxBytesError
+		if errors.As(err, &big) {
+			s.writeError(w, r, badRequest("body", "widgets must be at most "+formatBytes(store.MaxWidgetsBytes)))
+			return
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.store.SaveWidgets(currentUser(r).ID, doc); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeRawJSON(w, http.StatusCreated, doc)
+}
+
+func (s *Server) handleGetWidgets(w http.ResponseWriter, r *http.Request) {
+	doc, err := s.store.Widgets(currentUser(r).ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if doc == nil {
+		doc = []byte("{}")
+	}
+	writeRawJSON(w, http.StatusOK, doc)
+}
+
+func quote(s string) string { return "\"" + s + "\"" }

@@ -1,0 +1,95 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// AdminSocketName is the CLI's Unix socket inside the data directory.
+const AdminSocketName = "admin.sock"
+
+// AdminSocketPath is where serve listens for the CLI.
+func AdminSocketPath(dataDir string) string { return filepath.Join(dataDir, AdminSocketName) }
+
+func (s *Server) listenAdmin() (net.Listener, error) {
+	path := AdminSocketPath(s.cfg.DataDir)
+	// We hold the database lock, so a socket file left here is from a dead process.
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale admin socket: %w", err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket %s: %w", path, err)
+	}
+	// Only the owner of the data directory may drive the CLI through it.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("admin socket permissions: %w", err)
+	}
+	return ln, nil
+}
+
+func (s *Server) serveAdmin(ctx context.Context, ln net.Listener) {
+	hs := &http.Server{
+		Handler:           s.adminHandler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          newStdLogger(s.log),
+	}
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(shut)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.log.Error().Err(err).Msg("admin socket")
+	}
+	os.Remove(AdminSocketPath(s.cfg.DataDir))
+}
+
+// adminHandler serves POST /ops/<name> with the JSON arguments as the body.
+func (s *Server) adminHandler() http.Handler {
+	return s.observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		op, ok := strings.CutPrefix(r.URL.Path, "/ops/")
+		if !ok || r.Method != http.MethodPost {
+			s.writeError(w, r, notFound("admin socket: POST /ops/<operation>"))
+			return
+		}
+		args, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if len(args) == 0 {
+			args = []byte("{}")
+		}
+		res, err := s.admin.Do(r.Context(), op, args)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if h, ok := res.(StreamResult); ok {
+			h(w)
+			return
+		}
+		body, err := json.Marshal(res)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeRawJSON(w, http.StatusOK, body)
+	}))
+}
+
+// StreamResult lets an admin operation stream its answer (a backup) instead of JSON.
+type StreamResult func(w io.Writer)

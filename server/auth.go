@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gardend/gardend/store"
+)
+
+const userKey ctxKey = iota + 100
+
+// authed wraps a handler that needs a valid token; the user is in the context.
+func (s *Server) authed(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearerToken(r)
+		if !ok {
+			s.writeError(w, r, store.ErrUnauthenticated)
+			return
+		}
+		u, err := s.store.Authenticate(store.TokenDigest(token))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if ri := infoOf(r); ri != nil {
+			ri.userID = u.ID
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		next(w, r.WithContext(context.WithValue(r.Context(), userKey, &u)))
+	}
+}
+
+// currentUser is the authenticated user; only valid under authed.
+func currentUser(r *http.Request) *store.User {
+	u, _ := r.Context().Value(userKey).(*store.User)
+	return u
+}
+
+// bearerToken extracts the token of "Authorization: Token <token>".
+func bearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Token") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// issueToken creates and stores a fresh token for the user and returns it with expiry.
+func (s *Server) issueToken(userID uint64) (loginResult, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return loginResult{}, err
+	}
+	token := hex.EncodeToString(raw[:])
+	expiry := s.cfg.Now().Add(s.cfg.TokenTTL).UTC().Truncate(time.Second)
+	if err := s.store.CreateToken(userID, store.TokenDigest(token), expiry); err != nil {
+		return loginResult{}, err
+	}
+	return loginResult{Token: token, Expiry: expiry}, nil
+}
+
+type loginResult struct {
+	Token  string    `json:"token"`
+	Expiry time.Time `json:"expiry"`
+}

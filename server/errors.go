@@ -1,0 +1,104 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/gardend/gardend/store"
+)
+
+// apiError is an error the handler already knows the status of.
+type apiError struct {
+	status int
+	detail string
+	fields map[string]string
+}
+
+func (e *apiError) Error() string { return e.detail }
+
+func badRequest(field, msg string) error {
+	e := &apiError{status: http.StatusBadRequest, detail: msg}
+	if field != "" {
+		e.fields = map[string]string{field: msg}
+	}
+	return e
+}
+
+func notFound(msg string) error  { return &apiError{status: http.StatusNotFound, detail: msg} }
+func forbidden(msg string) error { return &apiError{status: http.StatusForbidden, detail: msg} }
+
+// problem is an RFC 9457 body.
+type problem struct {
+	Type      string            `json:"type"`
+	Title     string            `json:"title"`
+	Status    int               `json:"status"`
+	Detail    string            `json:"detail,omitempty"`
+	Errors    map[string]string `json:"errors,omitempty"`
+	RequestID string            `json:"request_id,omitempty"`
+}
+
+// writeError is the one place errors become status codes. Anything unrecognised is
+// logged with the request id and answered with a generic 500.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemFor(err)
+	if p.Status == http.StatusInternalServerError {
+		s.log.Error().Err(err).Str("request_id", requestID(r)).Str("path", r.URL.Path).Msg("internal error")
+		p.Detail = "internal error; quote the request id when reporting it"
+	}
+	if p.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", "Token")
+	}
+	p.RequestID = requestID(r)
+	writeProblem(w, p)
+}
+
+func problemFor(err error) problem {
+	var (
+		api   *apiError
+		valid *store.ValidationError
+		big   *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &api):
+		return newProblem(api.status, api.detail, api.fields)
+	case errors.As(err, &valid):
+		return newProblem(http.StatusBadRequest, valid.Error(), valid.Fields)
+	case errors.As(err, &big):
+		return newProblem(http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+formatBytes(big.Limit), nil)
+	case errors.Is(err, store.ErrUnauthenticated):
+		return newProblem(http.StatusUnauthorized, "a valid token is required: send Authorization: Token <token>", nil)
+	case errors.Is(err, store.ErrInvalid):
+		return newProblem(http.StatusBadRequest, detailOf(err, store.ErrInvalid), nil)
+	case errors.Is(err, store.ErrConflict):
+		return newProblem(http.StatusBadRequest, detailOf(err, store.ErrConflict), nil)
+	case errors.Is(err, store.ErrNotFound):
+		return newProblem(http.StatusNotFound, detailOf(err, store.ErrNotFound), nil)
+	case errors.Is(err, store.ErrForbidden):
+		return newProblem(http.StatusForbidden, detailOf(err, store.ErrForbidden), nil)
+	}
+	return newProblem(http.StatusInternalServerError, "", nil)
+}
+
+func newProblem(status int, detail string, fields map[string]string) problem {
+	return problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Errors: fields}
+}
+
+// detailOf drops the sentinel's own text ("conflict: …") so the detail reads as advice.
+func detailOf(err, sentinel error) string {
+	msg := err.Error()
+	if m, ok := strings.CutPrefix(msg, sentinel.Error()+": "); ok {
+		return m
+	}
+	return msg
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return itoa(n>>10) + " KiB"
+	}
+	return itoa(n) + " bytes"
+}

@@ -1,0 +1,178 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// reqInfo travels in the request context; auth fills in the user for the access log.
+type reqInfo struct {
+	id     string
+	userID uint64
+}
+
+type ctxKey int
+
+const reqInfoKey ctxKey = iota
+
+func infoOf(r *http.Request) *reqInfo {
+	ri, _ := r.Context().Value(reqInfoKey).(*reqInfo)
+	return ri
+}
+
+func requestID(r *http.Request) string {
+	if ri := infoOf(r); ri != nil {
+		return ri.id
+	}
+	return ""
+}
+
+// validRequestID accepts short printable ids from clients; anything else is replaced so
+// logs cannot be forged or flooded.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// statusWriter records status and size for the access log and keeps Flush reachable.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe assigns the request id, recovers panics and writes one access-log line per
+// request. Tokens and bodies are never logged.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ri := &reqInfo{id: r.Header.Get("X-Request-Id")}
+		if !validRequestID(ri.id) {
+			ri.id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", ri.id)
+		r = r.WithContext(context.WithValue(r.Context(), reqInfoKey, ri))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error().Interface("panic", p).Str("request_id", ri.id).Str("path", r.URL.Path).Stack().Msg("handler panicked")
+				if sw.status == 0 {
+					writeProblem(sw, newProblem(http.StatusInternalServerError, "internal error; quote the request id when reporting it", nil))
+				}
+			}
+			ev := s.log.Info()
+			if sw.status >= 500 {
+				ev = s.log.Error()
+			}
+			ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).
+				Int64("bytes", sw.bytes).Dur("duration", time.Since(start)).
+				Str("request_id", ri.id).Uint64("user_id", ri.userID).Msg("request")
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// cors answers preflights and marks responses readable by allowed browser origins.
+// Tokens travel in a header, not cookies, so credentials are never allowed.
+func (s *Server) cors(next http.Handler) http.Handler {
+	anyOrigin := len(s.cfg.CORSOrigins) == 0
+	allowed := map[string]bool{}
+	for _, o := range s.cfg.CORSOrigins {
+		if o == "*" {
+			anyOrigin = true
+		}
+		allowed[strings.TrimSuffix(o, "/")] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h.Add("Vary", "Origin")
+		if !anyOrigin && !allowed[origin] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if anyOrigin {
+			h.Set("Access-Control-Allow-Origin", "*")
+		} else {
+			h.Set("Access-Control-Allow-Origin", origin)
+		}
+		h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, WWW-Authenticate")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody caps the request body; reading past it yields *http.MaxBytesError → 413.
+func limitBody(n int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > n {
+			writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+formatBytes(n), nil))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, n)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// newStdLogger routes net/http's internal messages (TLS handshakes, …) to zerolog.
+func newStdLogger(l zerolog.Logger) *log.Logger {
+	return log.New(l.With().Str("component", "http").Logger(), "", 0)
+}

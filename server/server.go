@@ -1,0 +1,228 @@
+// Package server is gardend's HTTP API: one Server, one file per resource, errors
+// mapped to problem+json in one place.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gardend/gardend/store"
+)
+
+// Config is everything the server needs; cli builds it from flags and environment.
+type Config struct {
+	DataDir string
+	Addr    string
+	// TokenTTL is the lifetime of a login token.
+	TokenTTL time.Duration
+	// CORSOrigins lists allowed browser origins; empty or "*" allows any.
+	CORSOrigins []string
+	// MaxBodyBytes limits JSON bodies; MaxImageBytes the image upload body.
+	MaxBodyBytes  int64
+	MaxImageBytes int64
+	// TrustProxy honours X-Forwarded-Proto/Host when building absolute URLs.
+	TrustProxy bool
+	// ShutdownTimeout bounds the wait for in-flight requests on shutdown.
+	ShutdownTimeout time.Duration
+	// SweepInterval is how often expired tokens are deleted.
+	SweepInterval time.Duration
+	// Argon2 and MaxHashing set password hashing cost and concurrency.
+	Argon2     store.Argon2Params
+	MaxHashing int
+	// AdminSocket enables the CLI's Unix socket in the data directory.
+	AdminSocket bool
+	// Demo seeds a demo account (and demo data) at start.
+	Demo bool
+	// Now is the clock; time.Now when nil. Tests inject one.
+	Now    func() time.Time
+	Logger zerolog.Logger
+}
+
+// Defaults for Config fields left zero.
+const (
+	DefaultAddr          = "127.0.0.1:8000"
+	DefaultTokenTTL      = 10 * time.Hour
+	DefaultMaxBodyBytes  = 1 << 20
+	DefaultMaxImageBytes = 64 << 20
+)
+
+func (c *Config) setDefaults() {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.TokenTTL <= 0 {
+		c.TokenTTL = DefaultTokenTTL
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxImageBytes <= 0 {
+		c.MaxImageBytes = DefaultMaxImageBytes
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 15 * time.Second
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = 10 * time.Minute
+	}
+	if c.Argon2 == (store.Argon2Params{}) {
+		c.Argon2 = store.DefaultArgon2
+	}
+	if c.MaxHashing <= 0 {
+		c.MaxHashing = 4
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Server is the running service.
+type Server struct {
+	cfg     Config
+	log     zerolog.Logger
+	store   *store.Store
+	pw      *store.Passwords
+	admin   *Admin
+	handler http.Handler
+	routes  []route
+
+	mu    sync.Mutex
+	addr  string
+	ready chan struct{}
+}
+
+// New opens the data directory and builds the handler; Run serves it.
+func New(cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	if cfg.DataDir == "" {
+		return nil, errors.New("data directory is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	st, err := store.Open(filepath.Join(cfg.DataDir, store.FileName), store.Options{Now: cfg.Now})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		store: st,
+		pw:    store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
+		ready: make(chan struct{}),
+	}
+	s.admin = NewAdmin(st, s.pw)
+	s.handler = s.buildHandler()
+	return s, nil
+}
+
+// Handler is the whole HTTP stack (middleware and routes), for tests and benchmarks.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Store is the opened store, for tests that set up records directly.
+func (s *Server) Store() *store.Store { return s.store }
+
+// Ready is closed once Run listens; Addr is valid after that.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr is the address Run listens on (useful with port 0).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Run listens on cfg.Addr and serves until ctx is cancelled, then stops accepting,
+// waits up to ShutdownTimeout for in-flight requests and returns.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var bg sync.WaitGroup
+	if s.cfg.AdminSocket {
+		sock, err := s.listenAdmin()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		bg.Go(func() { s.serveAdmin(ctx, sock) })
+	}
+	if s.cfg.Demo {
+		if err := s.seedDemo(ctx); err != nil {
+			ln.Close()
+			return fmt.Errorf("seed demo data: %w", err)
+		}
+	}
+	bg.Go(func() { s.sweepTokens(ctx) })
+
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          newStdLogger(s.log),
+	}
+	s.mu.Lock()
+	s.addr = ln.Addr().String()
+	s.mu.Unlock()
+	s.log.Info().Str("addr", s.addr).Str("data", s.cfg.DataDir).Msg("listening")
+	close(s.ready)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		cancel()
+		bg.Wait()
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info().Msg("shutting down")
+	shutCtx, done := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer done()
+	err = hs.Shutdown(shutCtx)
+	if err != nil {
+		s.log.Warn().Err(err).Msg("in-flight requests did not finish in time; closing them")
+		hs.Close()
+	}
+	bg.Wait()
+	if e := <-serveErr; e != nil && !errors.Is(e, http.ErrServerClosed) {
+		return e
+	}
+	return nil
+}
+
+// Close releases the store. Call it after Run returns.
+func (s *Server) Close() error { return s.store.Close() }
+
+func (s *Server) sweepTokens(ctx context.Context) {
+	t := time.NewTicker(s.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := s.store.SweepExpiredTokens()
+			if err != nil {
+				s.log.Error().Err(err).Msg("sweep expired tokens")
+			} else if n > 0 {
+				s.log.Info().Int("tokens", n).Msg("swept expired tokens")
+			}
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package store
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bucket names. Index buckets hold composite keys and empty or tiny values.
+var (
+	bucketMeta      = []byte("meta")
+	bucketUsers     = []byte("users")       // id → userRecord
+	bucketUsernames = []byte("usernames")   // username → id
+	bucketTokens    = []byte("tokens")      // sha256(token) → tokenRecord (binary)
+	bucketUserToks  = []byte("user_tokens") // userID|sha256 → nil
+	bucketWidgets   = []byte("widgets")     // userID → raw JSON
+)
+
+// allBuckets are created on open; a feature adds its buckets here.
+var allBuckets = [][]byte{
+	bucketMeta, bucketUsers, bucketUsernames, bucketTokens, bucketUserToks, bucketWidgets,
+}
+
+var keySchemaVersion = []byte("schema_version")
+
+// migrations[i] upgrades a database from schema version i to i+1. Append only: a
+// released migration is never edited.
+var migrations = []func(tx *bolt.Tx) error{
+	// 0 → 1: the initial layout; buckets are created before migrations run.
+	func(*bolt.Tx) error { return nil },
+}
+
+// SchemaVersion is the version this build writes.
+func SchemaVersion() uint64 { return uint64(len(migrations)) }
+
+func (s *Store) migrate() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		var version uint64
+		if v := meta.Get(keySchemaVersion); v != nil {
+			version = btoi(v)
+		}
+		if version > SchemaVersion() {
+			return fmt.Errorf("database schema version %d is newer than this gardend (%d): upgrade gardend", version, SchemaVersion())
+		}
+		for ; version < SchemaVersion(); version++ {
+			if err := migrations[version](tx); err != nil {
+				return fmt.Errorf("migrate schema %d → %d: %w", version, version+1, err)
+			}
+		}
+		return meta.Put(keySchemaVersion, itob(version))
+	})
+}

@@ -1,0 +1,175 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// DigestSize is the length of a token digest (SHA-256).
+const DigestSize = sha256.Size
+
+// TokenDigest is what the store keeps of a token: only its SHA-256.
+func TokenDigest(token string) [DigestSize]byte { return sha256.Sum256([]byte(token)) }
+
+// Token describes a stored token without revealing it.
+type Token struct {
+	// Prefix is the first hex characters of the digest, enough to tell tokens apart.
+	Prefix  string    `json:"digest_prefix"`
+	UserID  uint64    `json:"user_id"`
+	Created time.Time `json:"created"`
+	Expiry  time.Time `json:"expiry"`
+}
+
+// tokenRecord is fixed-size binary so authentication decodes without allocating:
+// user id, created, expiry (unix nanoseconds), each 8 bytes big-endian.
+const tokenRecordSize = 24
+
+func encodeToken(userID uint64, created, expiry time.Time) []byte {
+	b := make([]byte, tokenRecordSize)
+	binary.BigEndian.PutUint64(b, userID)
+	binary.BigEndian.PutUint64(b[8:], uint64(created.UnixNano()))
+	binary.BigEndian.PutUint64(b[16:], uint64(expiry.UnixNano()))
+	return b
+}
+
+func decodeToken(b []byte) (userID uint64, created, expiry time.Time, ok bool) {
+	if len(b) != tokenRecordSize {
+		return 0, time.Time{}, time.Time{}, false
+	}
+	return binary.BigEndian.Uint64(b),
+		time.Unix(0, int64(binary.BigEndian.Uint64(b[8:]))).UTC(),
+		time.Unix(0, int64(binary.BigEndian.Uint64(b[16:]))).UTC(), true
+}
+
+// CreateToken stores the digest of a new token for user id, valid until expiry.
+func (s *Store) CreateToken(userID uint64, digest [DigestSize]byte, expiry time.Time) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketUsers).Get(itob(userID)) == nil {
+			return fmt.Errorf("user %d: %w", userID, ErrNotFound)
+		}
+		if err := tx.Bucket(bucketTokens).Put(digest[:], encodeToken(userID, s.now(), expiry)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketUserToks).Put(userTokenKey(userID, digest[:]), nil)
+	})
+}
+
+func userTokenKey(userID uint64, digest []byte) []byte {
+	k := make([]byte, 8+DigestSize)
+	binary.BigEndian.PutUint64(k, userID)
+	copy(k[8:], digest)
+	return k
+}
+
+// Authenticate resolves a token digest to its user in one read transaction. Unknown
+// and expired tokens are ErrUnauthenticated.
+func (s *Store) Authenticate(digest [DigestSize]byte) (User, error) {
+	var u User
+	err := s.db.View(func(tx *bolt.Tx) error {
+		userID, _, expiry, ok := decodeToken(tx.Bucket(bucketTokens).Get(digest[:]))
+		if !ok || !s.now().Before(expiry) {
+			return ErrUnauthenticated
+		}
+		var err error
+		u, err = getUser(tx, userID)
+		if err != nil {
+			return fmt.Errorf("token of missing user: %w", ErrUnauthenticated)
+		}
+		return nil
+	})
+	return u, err
+}
+
+// RevokeToken deletes one token; an unknown one is not an error.
+func (s *Store) RevokeToken(digest [DigestSize]byte) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return deleteToken(tx, digest[:])
+	})
+}
+
+func deleteToken(tx *bolt.Tx, digest []byte) error {
+	toks := tx.Bucket(bucketTokens)
+	userID, _, _, ok := decodeToken(toks.Get(digest))
+	if !ok {
+		return nil
+	}
+	if err := toks.Delete(digest); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketUserToks).Delete(userTokenKey(userID, digest))
+}
+
+// RevokeUserTokens deletes every token of the user except keep (nil keeps none) and
+// returns how many were deleted.
+func (s *Store) RevokeUserTokens(userID uint64, keep []byte) (int, error) {
+	var n int
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		n, err = revokeUserTokens(tx, userID, keep)
+		return err
+	})
+	return n, err
+}
+
+func revokeUserTokens(tx *bolt.Tx, userID uint64, keep []byte) (int, error) {
+	prefix := itob(userID)
+	var digests [][]byte
+	c := tx.Bucket(bucketUserToks).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if d := k[8:]; !bytes.Equal(d, keep) {
+			digests = append(digests, bytes.Clone(d))
+		}
+	}
+	for _, d := range digests {
+		if err := deleteToken(tx, d); err != nil {
+			return 0, err
+		}
+	}
+	return len(digests), nil
+}
+
+// SweepExpiredTokens deletes tokens whose expiry has passed and returns how many.
+func (s *Store) SweepExpiredTokens() (int, error) {
+	now := s.now()
+	var expired [][]byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketTokens).ForEach(func(k, v []byte) error {
+			if _, _, expiry, ok := decodeToken(v); !ok || !now.Before(expiry) {
+				expired = append(expired, bytes.Clone(k))
+			}
+			return nil
+		})
+	})
+	if err != nil || len(expired) == 0 {
+		return 0, err
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		for _, d := range expired {
+			if err := deleteToken(tx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return len(expired), err
+}
+
+// ListTokens describes every stored token (digest prefixes only).
+func (s *Store) ListTokens() ([]Token, error) {
+	var out []Token
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketTokens).ForEach(func(k, v []byte) error {
+			userID, created, expiry, ok := decodeToken(v)
+			if !ok {
+				return fmt.Errorf("token record of %d bytes: corrupt", len(v))
+			}
+			out = append(out, Token{Prefix: fmt.Sprintf("%x", k[:6]), UserID: userID, Created: created, Expiry: expiry})
+			return nil
+		})
+	})
+	return out, err
+}

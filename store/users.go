@@ -1,0 +1,312 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// User is an account. PasswordHash never leaves the server.
+type User struct {
+	ID         uint64     `json:"id"`
+	Username   string     `json:"username"`
+	FirstName  string     `json:"first_name"`
+	LastName   string     `json:"last_name"`
+	Email      string     `json:"email"`
+	DateJoined time.Time  `json:"date_joined"`
+	LastLogin  *time.Time `json:"last_login"`
+	// SiteAdmin users are admin of every company and garden (created with the CLI).
+	SiteAdmin    bool   `json:"site_admin,omitempty"`
+	PasswordHash string `json:"-"`
+}
+
+// userRecord is the stored form: User plus the hash, which User hides from JSON.
+type userRecord struct {
+	User
+	PasswordHash string `json:"password_hash"`
+}
+
+// NewUser is the input of CreateUser; the password is hashed by the caller.
+type NewUser struct {
+	Username     string
+	FirstName    string
+	LastName     string
+	Email        string
+	PasswordHash string
+	SiteAdmin    bool
+}
+
+// UserUpdate changes the non-nil fields of a user.
+type UserUpdate struct {
+	Username     *string
+	FirstName    *string
+	LastName     *string
+	Email        *string
+	PasswordHash *string
+	// KeepToken, with a password change, is the digest of the only token that survives.
+	KeepToken []byte
+}
+
+var usernamePattern = regexp.MustCompile(`^[\p{L}\p{N}@.+\-_]+$`)
+
+// ValidateUsername applies the account rules of decisions.md.
+func ValidateUsername(v string) string {
+	switch n := utf8.RuneCountInString(v); {
+	case n == 0:
+		return "username is required"
+	case n > 150:
+		return "username must be at most 150 characters"
+	case !usernamePattern.MatchString(v):
+		return "username may contain only letters, digits and @ . + - _"
+	}
+	return ""
+}
+
+// ValidatePassword checks a clear-text password before hashing.
+func ValidatePassword(password, username string) string {
+	n := utf8.RuneCountInString(password)
+	switch {
+	case n < 8:
+		return "password must be at least 8 characters"
+	case n > 256:
+		return "password must be at most 256 characters"
+	case strings.Trim(password, "0123456789") == "":
+		return "password must not be entirely numeric"
+	case password == username:
+		return "password must not equal the username"
+	}
+	return ""
+}
+
+// ValidateName checks first_name and last_name.
+func ValidateName(v string) string {
+	switch {
+	case strings.TrimSpace(v) == "":
+		return "must not be empty"
+	case utf8.RuneCountInString(v) > 150:
+		return "must be at most 150 characters"
+	}
+	return ""
+}
+
+// ValidateEmail accepts "" (unset) or something shaped like an address.
+func ValidateEmail(v string) string {
+	if v == "" {
+		return ""
+	}
+	at := strings.LastIndexByte(v, '@')
+	switch {
+	case len(v) > 254:
+		return "email must be at most 254 characters"
+	case at < 1 || at == len(v)-1 || strings.ContainsAny(v, " \t\r\n"):
+		return "email must look like name@example.org"
+	}
+	return ""
+}
+
+// CreateUser stores a new user; a taken username is ErrConflict.
+func (s *Store) CreateUser(in NewUser) (User, error) {
+	v := &ValidationError{}
+	if msg := ValidateUsername(in.Username); msg != "" {
+		v.Add("username", msg)
+	}
+	if msg := ValidateName(in.FirstName); msg != "" {
+		v.Add("first_name", "first_name "+msg)
+	}
+	if msg := ValidateName(in.LastName); msg != "" {
+		v.Add("last_name", "last_name "+msg)
+	}
+	if msg := ValidateEmail(in.Email); msg != "" {
+		v.Add("email", msg)
+	}
+	if in.PasswordHash == "" {
+		v.Add("password", "password is required")
+	}
+	if err := v.OrNil(); err != nil {
+		return User{}, err
+	}
+	rec := userRecord{User: User{
+		Username: in.Username, FirstName: in.FirstName, LastName: in.LastName, Email: in.Email,
+		DateJoined: s.now().UTC().Truncate(time.Microsecond), SiteAdmin: in.SiteAdmin,
+	}, PasswordHash: in.PasswordHash}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		names := tx.Bucket(bucketUsernames)
+		if names.Get([]byte(in.Username)) != nil {
+			return fmt.Errorf("%w: username %q is already taken", ErrConflict, in.Username)
+		}
+		users := tx.Bucket(bucketUsers)
+		id, err := users.NextSequence()
+		if err != nil {
+			return err
+		}
+		rec.ID = id
+		if err := names.Put([]byte(in.Username), itob(id)); err != nil {
+			return err
+		}
+		return putJSON(users, itob(id), rec)
+	})
+	if err != nil {
+		return User{}, err
+	}
+	return rec.withHash(), nil
+}
+
+func (r userRecord) withHash() User {
+	u := r.User
+	u.PasswordHash = r.PasswordHash
+	return u
+}
+
+func getUser(tx *bolt.Tx, id uint64) (User, error) {
+	var rec userRecord
+	if err := getJSON(tx.Bucket(bucketUsers), itob(id), &rec); err != nil {
+		if err == ErrNotFound {
+			return User{}, fmt.Errorf("user %d: %w", id, ErrNotFound)
+		}
+		return User{}, fmt.Errorf("decode user %d: %w", id, err)
+	}
+	return rec.withHash(), nil
+}
+
+func userIDByName(tx *bolt.Tx, username string) (uint64, bool) {
+	v := tx.Bucket(bucketUsernames).Get([]byte(username))
+	if v == nil {
+		return 0, false
+	}
+	return btoi(v), true
+}
+
+// UserByID returns the user with id.
+func (s *Store) UserByID(id uint64) (User, error) {
+	var u User
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		u, err = getUser(tx, id)
+		return err
+	})
+	return u, err
+}
+
+// UserByUsername returns the user named username (case-sensitive).
+func (s *Store) UserByUsername(username string) (User, error) {
+	var u User
+	err := s.db.View(func(tx *bolt.Tx) error {
+		id, ok := userIDByName(tx, username)
+		if !ok {
+			return fmt.Errorf("user %q: %w", username, ErrNotFound)
+		}
+		var err error
+		u, err = getUser(tx, id)
+		return err
+	})
+	return u, err
+}
+
+// RecordLogin sets the user's last_login to now.
+func (s *Store) RecordLogin(id uint64) error {
+	return s.updateUser(id, func(tx *bolt.Tx, r *userRecord) error {
+		now := s.now().UTC().Truncate(time.Microsecond)
+		r.LastLogin = &now
+		return nil
+	})
+}
+
+// UpdateUser applies the non-nil fields of up. A new username must be free; a new
+// password hash revokes every token of the user except up.KeepToken.
+func (s *Store) UpdateUser(id uint64, up UserUpdate) (User, error) {
+	v := &ValidationError{}
+	if up.Username != nil {
+		if msg := ValidateUsername(*up.Username); msg != "" {
+			v.Add("username", msg)
+		}
+	}
+	if up.FirstName != nil {
+		if msg := ValidateName(*up.FirstName); msg != "" {
+			v.Add("first_name", "first_name "+msg)
+		}
+	}
+	if up.LastName != nil {
+		if msg := ValidateName(*up.LastName); msg != "" {
+			v.Add("last_name", "last_name "+msg)
+		}
+	}
+	if up.Email != nil {
+		if msg := ValidateEmail(*up.Email); msg != "" {
+			v.Add("email", msg)
+		}
+	}
+	if err := v.OrNil(); err != nil {
+		return User{}, err
+	}
+	var out User
+	err := s.updateUser(id, func(tx *bolt.Tx, r *userRecord) error {
+		if up.Username != nil && *up.Username != r.Username {
+			names := tx.Bucket(bucketUsernames)
+			if names.Get([]byte(*up.Username)) != nil {
+				return fmt.Errorf("%w: username %q is already taken", ErrConflict, *up.Username)
+			}
+			if err := names.Delete([]byte(r.Username)); err != nil {
+				return err
+			}
+			if err := names.Put([]byte(*up.Username), itob(id)); err != nil {
+				return err
+			}
+			r.Username = *up.Username
+		}
+		if up.FirstName != nil {
+			r.FirstName = *up.FirstName
+		}
+		if up.LastName != nil {
+			r.LastName = *up.LastName
+		}
+		if up.Email != nil {
+			r.Email = *up.Email
+		}
+		if up.PasswordHash != nil {
+			r.PasswordHash = *up.PasswordHash
+			if _, err := revokeUserTokens(tx, id, up.KeepToken); err != nil {
+				return err
+			}
+		}
+		out = r.withHash()
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) updateUser(id uint64, fn func(tx *bolt.Tx, r *userRecord) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		users := tx.Bucket(bucketUsers)
+		var rec userRecord
+		if err := getJSON(users, itob(id), &rec); err != nil {
+			if err == ErrNotFound {
+				return fmt.Errorf("user %d: %w", id, ErrNotFound)
+			}
+			return err
+		}
+		if err := fn(tx, &rec); err != nil {
+			return err
+		}
+		return putJSON(users, itob(id), rec)
+	})
+}
+
+// ListUsers returns every user by id.
+func (s *Store) ListUsers() ([]User, error) {
+	var out []User
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketUsers).ForEach(func(k, v []byte) error {
+			var rec userRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("decode user %d: %w", btoi(k), err)
+			}
+			out = append(out, rec.User)
+			return nil
+		})
+	})
+	return out, err
+}
