@@ -158,6 +158,7 @@ func parseProperty(words []string) (plyProperty, error) {
 		if _, ok := plyTypeOf(words[3]); !ok {
 			return plyProperty{}, plyErrorf("unknown list item type %q", words[3])
 		}
+		// List properties are only ever skipped: their names do not matter.
 		return plyProperty{name: words[4], list: true}, nil
 	}
 	if len(words) != 3 {
@@ -166,6 +167,9 @@ func parseProperty(words []string) (plyProperty, error) {
 	t, ok := plyTypeOf(words[1])
 	if !ok {
 		return plyProperty{}, plyErrorf("unknown property type %q", words[1])
+	}
+	if !plyName(words[2]) {
+		return plyProperty{}, plyErrorf("property name %q is not printable ASCII", words[2])
 	}
 	return plyProperty{name: words[2], typ: t}, nil
 }
