@@ -80,7 +80,7 @@ func (g *gen) uuid() string {
 }
 
 func (g *gen) uniform(lo, hi float64) float64 { return lo + g.r.Float64()*(hi-lo) }
-func (g *gen) chance(p float64) bool         { return g.r.Float64() < p }
+func (g *gen) chance(p float64) bool          { return g.r.Float64() < p }
 
 // Generate builds a deterministic garden from o. Besides ordinary data it holds, on
 // purpose, what a client must cope with; with the default sizes:
