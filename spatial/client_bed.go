@@ -38,6 +38,8 @@ func (c *Client) Bed(ctx context.Context, projectUUID string) (Bed, error) {
 		c.log.Warn().Str("project", projectUUID).Msg("project has no geolocation; bed origin is 0,0")
 	}
 	plants, labels := plantsOf(details)
+	// Worked out before any goroutine writes into plants.
+	classUUIDs, frames := distinct(labels, 1), framesOf(plants)
 
 	f := bedFetch{c: c, project: projectUUID}
 	ctx, cancel := context.WithCancel(ctx)
@@ -51,7 +53,7 @@ func (c *Client) Bed(ctx context.Context, projectUUID string) (Bed, error) {
 		})
 	}
 	// Distinct classes and frames only: many plants share them.
-	for _, uuid := range distinct(labels, 1) {
+	for _, uuid := range classUUIDs {
 		f.spawn(ctx, func(ctx context.Context) error {
 			cl, err := f.class(ctx, uuid)
 			f.mu.Lock()
@@ -60,7 +62,7 @@ func (c *Client) Bed(ctx context.Context, projectUUID string) (Bed, error) {
 			return err
 		})
 	}
-	for _, frame := range framesOf(plants) {
+	for _, frame := range frames {
 		f.spawn(ctx, func(ctx context.Context) error {
 			tf, err := f.transform(ctx, frame)
 			f.mu.Lock()
@@ -162,7 +164,8 @@ func distinct(labels [][]string, i int) []string {
 func framesOf(plants []Plant) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, p := range plants {
+	for i := range plants {
+		p := &plants[i]
 		if p.Cloud == nil || p.Cloud.FrameID == "" || p.Cloud.FrameID == frameMap || seen[p.Cloud.FrameID] {
 			continue
 		}

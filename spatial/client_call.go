@@ -31,17 +31,19 @@ type CallError struct {
 	// Err is the gRPC status error.
 	Err     error
 	timeout time.Duration
+	queued  bool // the deadline passed waiting for a free slot, not for the server
 }
 
 func (e *CallError) Error() string {
-	name := e.Method[strings.LastIndexByte(e.Method, '/')+1:]
 	var what string
-	switch e.Code {
-	case codes.Unavailable:
+	switch {
+	case e.queued:
+		what = fmt.Sprintf("%s: too many calls in flight, no free slot within %v", ErrUnavailable, e.timeout)
+	case e.Code == codes.Unavailable:
 		what = ErrUnavailable.Error()
-	case codes.DeadlineExceeded:
+	case e.Code == codes.DeadlineExceeded:
 		what = fmt.Sprintf("%s: no answer within %v", ErrUnavailable, e.timeout)
-	case codes.NotFound:
+	case e.Code == codes.NotFound:
 		what = ErrNotFound.Error()
 	default:
 		what = "spatial server error: " + e.Code.String()
@@ -49,7 +51,7 @@ func (e *CallError) Error() string {
 			what += ": " + d
 		}
 	}
-	return fmt.Sprintf("spatial: %s %s: %s", name, e.Target, what)
+	return fmt.Sprintf("spatial: %s %s: %s", shortName(e.Method), e.Target, what)
 }
 
 // Unwrap exposes ErrUnavailable or ErrNotFound where they apply, and the status error.
@@ -66,63 +68,65 @@ func (e *CallError) Unwrap() []error {
 // GRPCStatus lets status.Code and status.FromError see the server's status.
 func (e *CallError) GRPCStatus() *status.Status { return status.Convert(e.Err) }
 
-// invoke sends one unary RPC: it waits for a free slot, gives the call its own deadline
-// (which covers the wait too), retries Unavailable answers while the deadline allows,
-// and counts what it sent.
+// invoke sends one unary RPC. It waits for a free slot (at most CallTimeout), then
+// gives the call its own CallTimeout deadline, so time spent queueing behind other
+// beds' calls is not charged to a healthy server. An Unavailable answer is tried again
+// (Attempts), each attempt with a fresh slot and deadline: such answers come fast.
 func (c *Client) invoke(ctx context.Context, method, target string, req, resp proto.Message) error {
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
-	defer cancel()
 	var err error
+	queued := false
 	for attempt := 1; ; attempt++ {
-		if err = c.invokeOnce(cctx, method, req, resp); err == nil {
+		queued, err = c.invokeOnce(ctx, method, req, resp)
+		if err == nil {
 			return nil
 		}
-		if status.Code(err) != codes.Unavailable || attempt >= c.cfg.Attempts || cctx.Err() != nil {
+		if status.Code(err) != codes.Unavailable || attempt >= c.cfg.Attempts || ctx.Err() != nil {
 			break
 		}
-		// A short pause: a refused connection is retried at once by nothing else, and
-		// a flapping server deserves a moment.
+		// A short pause before trying again: a flapping server deserves a moment.
 		t := time.NewTimer(time.Duration(attempt) * 20 * time.Millisecond)
 		select {
 		case <-t.C:
-		case <-cctx.Done():
+		case <-ctx.Done():
 			t.Stop()
 		}
 		proto.Reset(resp)
 	}
 	if ctx.Err() != nil {
 		// The caller gave up: say so, rather than blame the server.
-		return fmt.Errorf("spatial: %s %s: %w", method[strings.LastIndexByte(method, '/')+1:], target, ctx.Err())
+		return fmt.Errorf("spatial: %s %s: %w", shortName(method), target, ctx.Err())
 	}
 	code := status.Code(err)
-	if cctx.Err() != nil {
-		// Deadline hit while waiting for a slot or between attempts, or the status of
-		// the aborted call: either way our deadline.
-		code = codes.DeadlineExceeded
-		if status.Code(err) == codes.OK || status.Code(err) == codes.Unknown {
-			err = status.FromContextError(cctx.Err()).Err()
-		}
+	if errors.Is(err, context.DeadlineExceeded) {
+		code, err = codes.DeadlineExceeded, status.FromContextError(err).Err()
 	}
-	return &CallError{Method: method, Target: target, Code: code, Err: err, timeout: c.cfg.CallTimeout}
+	return &CallError{Method: method, Target: target, Code: code, Err: err, timeout: c.cfg.CallTimeout, queued: queued}
 }
 
-func (c *Client) invokeOnce(ctx context.Context, method string, req, resp proto.Message) error {
+// invokeOnce makes one attempt; queued reports that it failed waiting for a slot.
+func (c *Client) invokeOnce(ctx context.Context, method string, req, resp proto.Message) (queued bool, err error) {
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	select {
 	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+		cancel()
+	case <-wctx.Done():
+		cancel()
+		return true, wctx.Err()
 	}
+	defer func() { <-c.sem }()
 	n := c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
 	for m := c.maxInFlight.Load(); n > m && !c.maxInFlight.CompareAndSwap(m, n); m = c.maxInFlight.Load() {
 	}
 	c.callsMu.Lock()
 	c.calls[method]++
 	c.callsMu.Unlock()
-	err := c.conn.Invoke(ctx, method, req, resp)
-	c.inFlight.Add(-1)
-	<-c.sem
-	return err
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	return false, c.conn.Invoke(cctx, method, req, resp)
 }
+
+func shortName(method string) string { return method[strings.LastIndexByte(method, '/')+1:] }
 
 // fetch answers from the cache, or joins an identical call in flight, or makes the
 // call; successful answers are cached under key. The returned message is shared: read
@@ -146,7 +150,7 @@ func fetch[T proto.Message](c *Client, ctx context.Context, key, method, target 
 	}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) && !isCallError(err) {
-			return zero, fmt.Errorf("spatial: %s %s: %w", method[strings.LastIndexByte(method, '/')+1:], target, err)
+			return zero, fmt.Errorf("spatial: %s %s: %w", shortName(method), target, err)
 		}
 		return zero, err
 	}
