@@ -10,10 +10,10 @@ import (
 type Removed struct {
 	// ImagePaths are the image files of the removed gardens, relative to the data
 	// directory.
-	ImagePaths []string `json:"image_paths,omitempty"`
+	ImagePaths []string
 	// BedUUIDs are the spatial-server projects of removed beds that no remaining bed
 	// refers to, so data cached for them can go.
-	BedUUIDs []string `json:"bed_uuids,omitempty"`
+	BedUUIDs []string
 }
 
 // settle keeps in BedUUIDs, once each, only the projects no bed refers to any more.
