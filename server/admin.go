@@ -16,6 +16,9 @@ type Admin struct {
 	store *store.Store
 	pw    *store.Passwords
 	ops   map[string]adminOp
+	// afterRemove is the server's clean-up after a deletion; nil when the CLI runs
+	// without a server, whose start-up sweep then deletes unreferenced files.
+	afterRemove func(ctx context.Context, removed store.Removed)
 }
 
 type adminOp func(ctx context.Context, args json.RawMessage) (any, error)
@@ -28,6 +31,12 @@ func NewAdmin(st *store.Store, pw *store.Passwords) *Admin {
 		"inspect.users":  func(context.Context, json.RawMessage) (any, error) { return st.ListUsers() },
 		"inspect.tokens": func(context.Context, json.RawMessage) (any, error) { return st.ListTokens() },
 		"inspect.stats":  func(context.Context, json.RawMessage) (any, error) { return st.Stats() },
+
+		"inspect.companies":   func(context.Context, json.RawMessage) (any, error) { return st.Companies() },
+		"inspect.gardens":     func(context.Context, json.RawMessage) (any, error) { return st.Gardens() },
+		"inspect.permissions": func(context.Context, json.RawMessage) (any, error) { return st.ListPermissions() },
+		"beds.add":            a.addBed,
+		"beds.remove":         a.removeBed,
 	}
 	return a
 }
@@ -85,4 +94,40 @@ func (a *Admin) createUser(ctx context.Context, raw json.RawMessage) (any, error
 	}
 	u.PasswordHash = ""
 	return u, nil
+}
+
+// BedAddArgs are the arguments of "beds.add".
+type BedAddArgs struct {
+	Garden uint64 `json:"garden"`
+	UUID   string `json:"uuid"`
+	Name   string `json:"name"`
+}
+
+func (a *Admin) addBed(_ context.Context, raw json.RawMessage) (any, error) {
+	var args BedAddArgs
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, fmt.Errorf("%w: arguments: %v", store.ErrInvalid, err)
+	}
+	return a.store.CreateBed(args.Garden, args.UUID, args.Name)
+}
+
+// BedRemoveArgs are the arguments of "beds.remove".
+type BedRemoveArgs struct {
+	Garden uint64 `json:"garden"`
+	Bed    uint64 `json:"bed"`
+}
+
+func (a *Admin) removeBed(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args BedRemoveArgs
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, fmt.Errorf("%w: arguments: %v", store.ErrInvalid, err)
+	}
+	removed, err := a.store.DeleteBed(args.Garden, args.Bed)
+	if err != nil {
+		return nil, err
+	}
+	if a.afterRemove != nil {
+		a.afterRemove(ctx, removed)
+	}
+	return struct{}{}, nil
 }

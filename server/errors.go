@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gardend/gardend/imagestore"
 	"github.com/gardend/gardend/store"
 )
 
@@ -76,6 +77,13 @@ func problemFor(err error) problem {
 		return newProblem(http.StatusNotFound, detailOf(err, store.ErrNotFound), nil)
 	case errors.Is(err, store.ErrForbidden):
 		return newProblem(http.StatusForbidden, detailOf(err, store.ErrForbidden), nil)
+	// imagestore's messages say what to fix and name no server path. ErrBadPath stays
+	// a 500: only our own records hold image paths, so a bad one is damage to log.
+	case errors.Is(err, imagestore.ErrBadDataURL), errors.Is(err, imagestore.ErrNotPNG),
+		errors.Is(err, imagestore.ErrBadBase64), errors.Is(err, imagestore.ErrInvalidPNG):
+		return newProblem(http.StatusBadRequest, err.Error(), map[string]string{"image": err.Error()})
+	case errors.Is(err, imagestore.ErrNotFound):
+		return newProblem(http.StatusNotFound, "the garden's image file is missing", nil)
 	}
 	return newProblem(http.StatusInternalServerError, "", nil)
 }

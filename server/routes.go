@@ -22,6 +22,11 @@ func (s *Server) allRoutes() []route {
 	var rs []route
 	rs = append(rs, s.systemRoutes()...)
 	rs = append(rs, s.accountRoutes()...)
+	rs = append(rs, s.companyRoutes()...)
+	rs = append(rs, s.gardenRoutes()...)
+	rs = append(rs, s.permissionRoutes()...)
+	rs = append(rs, s.imageRoutes()...)
+	rs = append(rs, s.bedRoutes()...)
 	return rs
 }
 

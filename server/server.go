@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gardend/gardend/imagestore"
 	"github.com/gardend/gardend/store"
 )
 
@@ -90,6 +91,7 @@ type Server struct {
 	cfg     Config
 	log     zerolog.Logger
 	store   *store.Store
+	images  *imagestore.Store
 	pw      *store.Passwords
 	admin   *Admin
 	handler http.Handler
@@ -113,14 +115,25 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	images, err := imagestore.Open(filepath.Join(cfg.DataDir, ImageDirName))
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	s := &Server{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		store: st,
-		pw:    store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
-		ready: make(chan struct{}),
+		cfg:    cfg,
+		log:    cfg.Logger,
+		store:  st,
+		images: images,
+		pw:     store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
+		ready:  make(chan struct{}),
+	}
+	if err := s.sweepImages(); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("sweep images: %w", err)
 	}
 	s.admin = NewAdmin(st, s.pw)
+	s.admin.afterRemove = s.afterRemove
 	s.handler = s.buildHandler()
 	return s, nil
 }
@@ -130,6 +143,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Store is the opened store, for tests that set up records directly.
 func (s *Server) Store() *store.Store { return s.store }
+
+// Images is the garden image store, for tests that inject faults into it.
+func (s *Server) Images() *imagestore.Store { return s.images }
 
 // Ready is closed once Run listens; Addr is valid after that.
 func (s *Server) Ready() <-chan struct{} { return s.ready }

@@ -14,11 +14,26 @@ var (
 	bucketTokens    = []byte("tokens")      // sha256(token) → tokenRecord (binary)
 	bucketUserToks  = []byte("user_tokens") // userID|sha256 → nil
 	bucketWidgets   = []byte("widgets")     // userID → raw JSON
+
+	bucketCompanies      = []byte("companies")         // id → Company
+	bucketGardens        = []byte("gardens")           // id → Garden
+	bucketCompanyGardens = []byte("company_gardens")   // companyID|gardenID → nil
+	bucketGardenCoords   = []byte("garden_coords")     // gardenID → Coordinates
+	bucketPermCompany    = []byte("perm_company")      // companyID|userID → permValue; ids from its sequence
+	bucketUserCompany    = []byte("perm_user_company") // userID|companyID → nil
+	bucketPermGarden     = []byte("perm_garden")       // gardenID|userID → permValue; ids from its sequence
+	bucketUserGarden     = []byte("perm_user_garden")  // userID|companyID|gardenID → nil
+	bucketBeds           = []byte("beds")              // id → bedRecord
+	bucketGardenBeds     = []byte("garden_beds")       // gardenID|bedID → nil
+	bucketBedUUIDs       = []byte("bed_uuids")         // uuid|0|gardenID → bedID
 )
 
 // allBuckets are created on open; a feature adds its buckets here.
 var allBuckets = [][]byte{
 	bucketMeta, bucketUsers, bucketUsernames, bucketTokens, bucketUserToks, bucketWidgets,
+	bucketCompanies, bucketGardens, bucketCompanyGardens, bucketGardenCoords,
+	bucketPermCompany, bucketUserCompany, bucketPermGarden, bucketUserGarden,
+	bucketBeds, bucketGardenBeds, bucketBedUUIDs,
 }
 
 var keySchemaVersion = []byte("schema_version")

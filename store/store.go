@@ -4,6 +4,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,9 @@ type Options struct {
 	Now func() time.Time
 	// ReadOnly opens the file with a shared lock (inspection of a stopped server).
 	ReadOnly bool
+	// NoSync skips fsync on commit, for throwaway databases only (benchmarks that build
+	// large fixtures): a crash can lose or corrupt the file.
+	NoSync bool
 }
 
 // Store is the opened database.
@@ -50,7 +54,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly, NoSync: opts.NoSync})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s is in use (is gardend serve running with this data directory?)", ErrLocked, path)
@@ -113,6 +117,32 @@ func pairKey(a, b uint64) []byte {
 	binary.BigEndian.PutUint64(k, a)
 	binary.BigEndian.PutUint64(k[8:], b)
 	return k
+}
+
+// tripleKey joins three ids, range-scannable by a and by a|b.
+func tripleKey(a, b, c uint64) []byte {
+	k := make([]byte, 24)
+	binary.BigEndian.PutUint64(k, a)
+	binary.BigEndian.PutUint64(k[8:], b)
+	binary.BigEndian.PutUint64(k[16:], c)
+	return k
+}
+
+// idsUnder returns the id in the last 8 bytes of every key of b starting with prefix,
+// in key order.
+func idsUnder(b *bolt.Bucket, prefix []byte) []uint64 {
+	var ids []uint64
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		ids = append(ids, btoi(k[len(k)-8:]))
+	}
+	return ids
+}
+
+// anyUnder reports whether some key of b starts with prefix.
+func anyUnder(b *bolt.Bucket, prefix []byte) bool {
+	k, _ := b.Cursor().Seek(prefix)
+	return k != nil && bytes.HasPrefix(k, prefix)
 }
 
 func putJSON(b *bolt.Bucket, key []byte, v any) error {

@@ -1,0 +1,56 @@
+package server
+
+import (
+	"net/http"
+)
+
+// Beds are registered here; listing them with their plants is another concern (it
+// needs the spatial data server) and builds on bedFromPath.
+
+func (s *Server) bedRoutes() []route {
+	return []route{
+		{method: "POST", path: "/companies/:company_id/gardens/:garden_id/beds", handler: s.handleCreateBed},
+		{method: "DELETE", path: "/companies/:company_id/gardens/:garden_id/beds/:bed_id", handler: s.handleDeleteBed},
+	}
+}
+
+func (s *Server) handleCreateBed(w http.ResponseWriter, r *http.Request) {
+	g, err := s.adminGarden(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Missing fields arrive as "": the store requires the uuid, the name is optional.
+	var req struct {
+		UUID string `json:"uuid"`
+		Name string `json:"name"`
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	b, err := s.store.CreateBed(g.ID, req.UUID, req.Name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, b)
+}
+
+func (s *Server) handleDeleteBed(w http.ResponseWriter, r *http.Request) {
+	g, b, rl, err := s.bedFromPath(r)
+	if err == nil {
+		err = needAdmin(rl, "garden")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	removed, err := s.store.DeleteBed(g.ID, b.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.afterRemove(r.Context(), removed)
+	writeRawJSON(w, http.StatusOK, []byte("{}"))
+}

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/gardend/gardend/store"
+)
+
+func (s *Server) gardenRoutes() []route {
+	return []route{
+		{method: "GET", path: "/gardens", handler: s.handleListGardens},
+		{method: "POST", path: "/companies/:company_id/gardens", handler: s.handleCreateGarden},
+		{method: "GET", path: "/companies/:company_id/gardens", handler: s.handleListCompanyGardens},
+		{method: "GET", path: "/companies/:company_id/gardens/:garden_id", handler: s.handleGetGarden},
+		{method: "DELETE", path: "/companies/:company_id/gardens/:garden_id", handler: s.handleDeleteGarden},
+	}
+}
+
+func (s *Server) handleListGardens(w http.ResponseWriter, r *http.Request) {
+	me := currentUser(r)
+	var (
+		gs  []store.Garden
+		err error
+	)
+	if me.SiteAdmin {
+		gs, err = s.store.Gardens()
+	} else {
+		gs, err = s.store.GardensVisibleTo(me.ID)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, gs)
+}
+
+func (s *Server) handleCreateGarden(w http.ResponseWriter, r *http.Request) {
+	c, err := s.adminCompany(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	name, err := decodeName(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	g, err := s.store.CreateGarden(c.ID, name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, g)
+}
+
+// handleListCompanyGardens lists all gardens of the company for its members, and only
+// their own gardens for members of some of its gardens.
+func (s *Server) handleListCompanyGardens(w http.ResponseWriter, r *http.Request) {
+	c, _, err := s.companyFromPath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	me := currentUser(r)
+	var gs []store.Garden
+	if me.SiteAdmin {
+		gs, err = s.store.GardensOfCompany(c.ID)
+	} else {
+		gs, err = s.store.CompanyGardensVisibleTo(c.ID, me.ID)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, gs)
+}
+
+func (s *Server) handleGetGarden(w http.ResponseWriter, r *http.Request) {
+	g, _, err := s.gardenFromPath(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, g)
+}
+
+func (s *Server) handleDeleteGarden(w http.ResponseWriter, r *http.Request) {
+	g, err := s.adminGarden(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	removed, err := s.store.DeleteGarden(g.Company, g.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.afterRemove(r.Context(), removed)
+	writeRawJSON(w, http.StatusOK, []byte("{}"))
+}
