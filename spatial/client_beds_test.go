@@ -18,7 +18,9 @@ import (
 // TestBedsOrder: results come in input order, each as soon as it and the earlier ones
 // are ready; a slow or failing bed holds the later ones back at most until its deadline.
 func TestBedsOrder(t *testing.T) {
-	const timeout = time.Second
+	// Generous: under the race detector, on a small machine shared with other test
+	// runs, a call can stall for most of a second.
+	const timeout = 3 * time.Second
 	// Small beds: this test is about timing, and a few hundred calls at once under the
 	// race detector on a small machine take long enough to blur it.
 	ds := demo.Generate(demo.Options{Seed: 7, Beds: 5, Plants: 12})
@@ -33,7 +35,7 @@ func TestBedsOrder(t *testing.T) {
 	}{
 		{"all fine", 0, false, nil, 0},
 		{"slow within deadline", 400 * time.Millisecond, false, nil, 2 * 400 * time.Millisecond},
-		{"slow beyond deadline", 5 * time.Second, false, map[int]error{1: spatial.ErrUnavailable}, timeout},
+		{"slow beyond deadline", 20 * time.Second, false, map[int]error{1: spatial.ErrUnavailable}, timeout},
 		{"failing bed", 0, true, map[int]error{3: spatial.ErrUnavailable}, 0},
 		{"slow and failing", 400 * time.Millisecond, true, map[int]error{3: spatial.ErrUnavailable}, 2 * 400 * time.Millisecond},
 	}
@@ -85,7 +87,8 @@ func TestBedsOrder(t *testing.T) {
 			if arrived[0] > arrived[1]-200*time.Millisecond {
 				t.Errorf("bed 0 (%v) was held back by bed 1 (%v)", arrived[0], arrived[1])
 			}
-			if arrived[1] > tt.due+base+200*time.Millisecond {
+			// What matters is that bed 1 does not wait for its 20 s latency.
+			if arrived[1] > tt.due+base+time.Second {
 				t.Errorf("bed 1 arrived after %v, due after %v", arrived[1], tt.due)
 			}
 			if last := arrived[len(arrived)-1]; last-arrived[1] > 150*time.Millisecond {
@@ -121,7 +124,7 @@ func TestBedsCancel(t *testing.T) {
 		n++
 		t.Logf("result after cancel: %d %v", r.Index, r.Err)
 	}
-	if d := time.Since(start); d > 300*time.Millisecond {
+	if d := time.Since(start); d > time.Second {
 		t.Errorf("channel closed %v after cancel", d)
 	}
 	eventually(t, "server to see the cancellations", func() bool {
@@ -195,7 +198,7 @@ func TestServerDown(t *testing.T) {
 			if !errors.Is(err, spatial.ErrUnavailable) || status.Code(err) != tt.code {
 				t.Fatalf("err %v (code %v), want ErrUnavailable with %v", err, status.Code(err), tt.code)
 			}
-			if took > timeout+300*time.Millisecond {
+			if took > timeout+700*time.Millisecond {
 				t.Errorf("took %v, CallTimeout is %v", took, timeout)
 			}
 			t.Logf("%v after %v", err, took)
@@ -207,6 +210,7 @@ func TestServerDown(t *testing.T) {
 // TestFailRate: injected Unavailable answers surface as ErrUnavailable (after the
 // retry), and with retries most beds still come through correct.
 func TestFailRate(t *testing.T) {
+	const rounds = 4
 	ds := dataset(3)
 	tests := []struct {
 		name      string
@@ -217,15 +221,17 @@ func TestFailRate(t *testing.T) {
 	}{
 		{"always failing", 1, 2, false, true},
 		{"never failing", 0, 1, true, false},
-		{"some failing, no retry", 0.02, 1, false, false},
-		{"some failing, retried", 0.02, 2, false, false},
+		// 1% of ~75 calls: a bed fails about half the time without retries and
+		// almost never with them.
+		{"some failing, no retry", 0.01, 1, false, false},
+		{"some failing, retried", 0.01, 2, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := startDemo(t, ds, demo.ServerOptions{FailRate: tt.rate, Seed: 3})
 			c := dial(t, srv.Addr(), spatial.ClientConfig{Attempts: tt.attempts, CacheTTL: spatial.CacheDisabled})
 			ok, failed := 0, 0
-			for round := 0; round < 2; round++ {
+			for round := 0; round < rounds; round++ {
 				for r := range c.Beds(context.Background(), ds.ProjectUUIDs()) {
 					if r.Err != nil {
 						failed++
@@ -249,11 +255,11 @@ func TestFailRate(t *testing.T) {
 			case tt.attempts == 1 && !tt.wantNone && !tt.wantAllOK && (ok == 0 || failed == 0):
 				t.Errorf("want some of each: ok %d failed %d", ok, failed)
 			case tt.attempts == 2 && tt.rate < 0.1 && failed > 3:
-				// 2% of calls fail twice with probability 0.0004: a bed of ~70 calls
-				// fails about 3% of the time.
+				// A call fails twice with probability 0.0001: a bed of ~75 calls fails
+				// less than 1% of the time.
 				t.Errorf("retries should save most beds: ok %d failed %d", ok, failed)
 			}
-			if tt.rate == 1 && st.Calls[mDetails] != int64(2*2*len(ds.Beds)) {
+			if tt.rate == 1 && st.Calls[mDetails] != int64(2*rounds*len(ds.Beds)) {
 				t.Errorf("details calls %d, want two attempts per bed", st.Calls[mDetails])
 			}
 		})
