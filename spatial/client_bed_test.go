@@ -264,8 +264,8 @@ func TestBedColdCost(t *testing.T) {
 }
 
 func TestBedCacheExpiry(t *testing.T) {
-	ds := dataset(3)
-	b := ds.Beds[2]
+	ds := demo.Generate(demo.Options{Seed: 7, Beds: 1, Plants: 12})
+	b := ds.Beds[0]
 	srv := startDemo(t, ds, demo.ServerOptions{})
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -335,7 +335,7 @@ func TestBedCollapsesConcurrentCalls(t *testing.T) {
 }
 
 func TestBedMaxInFlight(t *testing.T) {
-	ds := dataset(2)
+	ds := demo.Generate(demo.Options{Seed: 7, Beds: 2, Plants: 12})
 	srv := startDemo(t, ds, demo.ServerOptions{Latency: 5 * time.Millisecond})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{MaxInFlight: 4})
 	for r := range c.Beds(context.Background(), ds.ProjectUUIDs()[:2]) {

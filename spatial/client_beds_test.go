@@ -214,7 +214,7 @@ func TestServerDown(t *testing.T) {
 // retry), and with retries most beds still come through correct.
 func TestFailRate(t *testing.T) {
 	const rounds = 4
-	ds := dataset(3)
+	ds := demo.Generate(demo.Options{Seed: 7, Beds: 3, Plants: 12})
 	tests := []struct {
 		name      string
 		rate      float64
@@ -224,10 +224,10 @@ func TestFailRate(t *testing.T) {
 	}{
 		{"always failing", 1, 2, false, true},
 		{"never failing", 0, 1, true, false},
-		// 1% of ~75 calls: a bed fails about half the time without retries and
-		// almost never with them.
-		{"some failing, no retry", 0.01, 1, false, false},
-		{"some failing, retried", 0.01, 2, false, false},
+		// 3% of ~30 calls: a bed fails more often than not without retries, and
+		// rarely with them (a call fails twice with probability 0.0009).
+		{"some failing, no retry", 0.03, 1, false, false},
+		{"some failing, retried", 0.03, 2, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,8 +258,7 @@ func TestFailRate(t *testing.T) {
 			case tt.attempts == 1 && !tt.wantNone && !tt.wantAllOK && (ok == 0 || failed == 0):
 				t.Errorf("want some of each: ok %d failed %d", ok, failed)
 			case tt.attempts == 2 && tt.rate < 0.1 && failed > 3:
-				// A call fails twice with probability 0.0001: a bed of ~75 calls fails
-				// less than 1% of the time.
+				// A bed fails about 3% of the time: four of twelve is all but impossible.
 				t.Errorf("retries should save most beds: ok %d failed %d", ok, failed)
 			}
 			if tt.rate == 1 && st.Calls[mDetails] != int64(2*rounds*len(ds.Beds)) {
