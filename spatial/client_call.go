@@ -116,7 +116,11 @@ func (c *Client) invokeOnce(ctx context.Context, method string, timeout time.Dur
 	defer func() { <-c.sem }()
 	n := c.inFlight.Add(1)
 	defer c.inFlight.Add(-1)
-	for m := c.maxInFlight.Load(); n > m && !c.maxInFlight.CompareAndSwap(m, n); m = c.maxInFlight.Load() {
+	// Raise the maximum to n unless another call raised it further meanwhile.
+	for m := c.maxInFlight.Load(); n > m; m = c.maxInFlight.Load() {
+		if c.maxInFlight.CompareAndSwap(m, n) {
+			break
+		}
 	}
 	c.callsMu.Lock()
 	c.calls[method]++
