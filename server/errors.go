@@ -3,7 +3,9 @@ package server
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gardend/gardend/store"
 )
@@ -13,6 +15,8 @@ type apiError struct {
 	status int
 	detail string
 	fields map[string]string
+	// retryAfter, when set, is sent as Retry-After (429, 503).
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string { return e.detail }
@@ -48,6 +52,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", "Token")
+	}
+	if api := (*apiError)(nil); errors.As(err, &api) && api.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(api.retryAfter), 10))
 	}
 	p.RequestID = requestID(r)
 	writeProblem(w, p)
@@ -101,4 +108,10 @@ func formatBytes(n int64) string {
 		return itoa(n>>10) + " KiB"
 	}
 	return itoa(n) + " bytes"
+}
+
+// retrySeconds rounds up to whole seconds, at least 1: Retry-After has no fractions and
+// "0" would invite an immediate retry that is still refused.
+func retrySeconds(d time.Duration) int64 {
+	return max(1, int64((d+time.Second-1)/time.Second))
 }
