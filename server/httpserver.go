@@ -59,7 +59,7 @@ func (s *Server) newHTTPServer(ctx context.Context, h http.Handler) *http.Server
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
-		TLSConfig:         s.tlsConfig,
+		TLSConfig:         s.tlsConfig.Clone(), // ServeTLS adds its ALPN protocols to it
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          newStdLogger(s.log),
 	}
