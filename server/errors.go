@@ -40,6 +40,8 @@ type problem struct {
 	Detail    string            `json:"detail,omitempty"`
 	Errors    map[string]string `json:"errors,omitempty"`
 	RequestID string            `json:"request_id,omitempty"`
+	// retryAfter becomes the Retry-After header.
+	retryAfter time.Duration
 }
 
 // writeError is the one place errors become status codes. Anything unrecognised is
@@ -53,8 +55,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", "Token")
 	}
-	if api := (*apiError)(nil); errors.As(err, &api) && api.retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(api.retryAfter), 10))
+	if p.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(p.retryAfter), 10))
 	}
 	p.RequestID = requestID(r)
 	writeProblem(w, p)
@@ -68,7 +70,9 @@ func problemFor(err error) problem {
 	)
 	switch {
 	case errors.As(err, &api):
-		return newProblem(api.status, api.detail, api.fields)
+		p := newProblem(api.status, api.detail, api.fields)
+		p.retryAfter = api.retryAfter
+		return p
 	case errors.As(err, &valid):
 		return newProblem(http.StatusBadRequest, valid.Error(), valid.Fields)
 	case errors.As(err, &big):

@@ -158,10 +158,16 @@ func (t *failTable) add(key uint64, now time.Time, window time.Duration) {
 	t.pushTail(i)
 }
 
-// refund takes back one failure of key, if it is still tracked.
+// refund takes back one failure of key, if it is still tracked. An entry left with no
+// failures is dropped, so a stream of successful logins cannot push out the entries
+// of failing keys.
 func (t *failTable) refund(key uint64) {
-	if i, ok := t.index[key]; ok && t.slots[i].count > 0 {
-		t.slots[i].count--
+	i, ok := t.index[key]
+	if !ok {
+		return
+	}
+	if t.slots[i].count--; t.slots[i].count <= 0 {
+		t.remove(i)
 	}
 }
 

@@ -77,6 +77,25 @@ func TestFailTableForgetsExpiredWindows(t *testing.T) {
 	}
 }
 
+// Successful logins give their attempt back; an entry with nothing left is dropped so
+// successes never crowd failing keys out of the table.
+func TestFailTableRefund(t *testing.T) {
+	ft := newFailTable(10)
+	ft.add(1, limitEpoch, time.Minute)
+	ft.add(1, limitEpoch, time.Minute)
+	ft.add(2, limitEpoch, time.Minute)
+	ft.refund(2)
+	ft.refund(1)
+	ft.refund(3) // not tracked: nothing happens
+	checkFailTable(t, &ft)
+	if _, ok := ft.index[2]; ok {
+		t.Fatal("key 2 kept with no failures left")
+	}
+	if i, ok := ft.index[1]; !ok || ft.slots[i].count != 1 {
+		t.Fatal("key 1 should keep one failure")
+	}
+}
+
 func TestFailTableBackwardsClock(t *testing.T) {
 	ft := newFailTable(10)
 	for range 5 {
