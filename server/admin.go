@@ -16,6 +16,9 @@ type Admin struct {
 	store *store.Store
 	pw    *store.Passwords
 	ops   map[string]adminOp
+
+	// backups is shared by the admin socket and GET /admin/backup.
+	backups *backupState
 }
 
 type adminOp func(ctx context.Context, args json.RawMessage) (any, error)
@@ -23,11 +26,13 @@ type adminOp func(ctx context.Context, args json.RawMessage) (any, error)
 // NewAdmin binds the operations to a store.
 func NewAdmin(st *store.Store, pw *store.Passwords) *Admin {
 	a := &Admin{store: st, pw: pw}
+	a.backups = newBackupState()
 	a.ops = map[string]adminOp{
 		"users.create":   a.createUser,
 		"inspect.users":  func(context.Context, json.RawMessage) (any, error) { return st.ListUsers() },
 		"inspect.tokens": func(context.Context, json.RawMessage) (any, error) { return st.ListTokens() },
 		"inspect.stats":  func(context.Context, json.RawMessage) (any, error) { return st.Stats() },
+		BackupOp:         a.backupOp,
 	}
 	return a
 }

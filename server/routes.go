@@ -22,6 +22,7 @@ func (s *Server) allRoutes() []route {
 	var rs []route
 	rs = append(rs, s.systemRoutes()...)
 	rs = append(rs, s.accountRoutes()...)
+	rs = append(rs, s.backupRoutes()...)
 	return rs
 }
 
