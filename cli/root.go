@@ -42,6 +42,8 @@ GARDEND_DATA or GARDEND_TOKEN_TTL); a flag on the command line wins.`,
 		newAdminCommand(g),
 		newInspectCommand(g),
 		newVersionCommand(),
+		newBackupCommand(g),
+		newRestoreCommand(g),
 	)
 	return root
 }
