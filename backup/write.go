@@ -63,6 +63,9 @@ type Result struct {
 type Writer struct {
 	mu     sync.Mutex
 	active map[string]bool
+	// hook, when set by a test, runs after each step ("listed", "pinned") so races
+	// with deletions and rewrites can be staged.
+	hook func(step string)
 }
 
 // NewWriter returns a Writer.
@@ -102,6 +105,7 @@ func (bw *Writer) Write(ctx context.Context, w io.Writer, src Source) (*Result, 
 	if err != nil {
 		return nil, err
 	}
+	bw.step("listed")
 	all := []pinned{db}
 	for i, rel := range files {
 		if err := ctx.Err(); err != nil {
@@ -121,10 +125,17 @@ func (bw *Writer) Write(ctx context.Context, w io.Writer, src Source) (*Result, 
 	for _, p := range all {
 		res.Manifest.Entries = append(res.Manifest.Entries, p.entry)
 	}
+	bw.step("pinned")
 	if err := writeTar(ctx, w, &res.Manifest, all); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+func (bw *Writer) step(name string) {
+	if bw.hook != nil {
+		bw.hook(name)
+	}
 }
 
 // openSpool creates this call's spool directory and deletes spools no live call owns.
