@@ -119,6 +119,7 @@ func BenchmarkBackup(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			var out countingDiscard
+			cpu := cpuTime()
 			for b.Loop() {
 				out.n = 0
 				var w io.Writer = &out
@@ -136,6 +137,7 @@ func BenchmarkBackup(b *testing.B) {
 				}
 				input = res.Manifest.TotalBytes()
 			}
+			b.ReportMetric(float64(cpuTime()-cpu)/1e6/float64(b.N), "cpu-ms/op")
 			b.SetBytes(input)
 			b.ReportMetric(float64(out.n), "archive-bytes")
 			b.ReportMetric(float64(out.n)/float64(input), "ratio")
@@ -147,11 +149,13 @@ func BenchmarkBackup(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.SetBytes(int64(buf.Len()))
+		cpu := cpuTime()
 		for b.Loop() {
 			if _, err := backup.Verify(bytes.NewReader(buf.Bytes()), backup.ReadOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64(cpuTime()-cpu)/1e6/float64(b.N), "cpu-ms/op")
 	})
 }
 
@@ -165,12 +169,14 @@ func BenchmarkCompressParts(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var out countingDiscard
 			b.SetBytes(int64(len(data)))
+			cpu := cpuTime()
 			for b.Loop() {
 				out.n = 0
 				zw, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
 				zw.Write(data)
 				zw.Close()
 			}
+			b.ReportMetric(float64(cpuTime()-cpu)/1e6/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(out.n)/float64(len(data)), "ratio")
 		})
 	}

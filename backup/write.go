@@ -95,16 +95,28 @@ func (bw *Writer) Write(ctx context.Context, w io.Writer, src Source) (*Result, 
 	res := &Result{Manifest: Manifest{
 		Format: FormatName, FormatVersion: FormatVersion, GardendVersion: src.GardendVersion,
 		Created: src.Created.UTC(), SchemaVersion: src.SchemaVersion, Database: src.Database,
-		Entries: []Entry{}, // an empty archive lists [], not null
 	}}
+	// Files are listed before and after the snapshot. A file exists before the record
+	// naming it is committed and is deleted only after that record is (imagestore's
+	// order), so every file the snapshot can refer to is in one listing or the other,
+	// and one gone by the time it is pinned is reported, never silently absent.
+	before, _, err := list(src)
+	if err != nil {
+		return nil, err
+	}
 	db, err := snapshot(ctx, spool, src)
 	if err != nil {
 		return nil, err
 	}
-	files, err := list(src, res)
+	after, skipped, err := list(src)
 	if err != nil {
 		return nil, err
 	}
+	res.Manifest.Skipped = skipped
+	for _, x := range skipped {
+		res.Warnings = append(res.Warnings, x.Path+": left out: "+x.Reason)
+	}
+	files := slices.Compact(slices.Sorted(slices.Values(append(before, after...))))
 	bw.step("listed")
 	all := []pinned{db}
 	for i, rel := range files {
@@ -116,7 +128,7 @@ func (bw *Writer) Write(ctx context.Context, w io.Writer, src Source) (*Result, 
 		case err != nil:
 			return nil, err
 		case gone:
-			res.Manifest.Missing = append(res.Manifest.Missing, Omitted{Path: rel, Reason: "deleted before it could be copied"})
+			res.Manifest.Missing = append(res.Manifest.Missing, Omitted{Path: rel, Reason: "deleted during the backup, before it could be copied"})
 			res.Warnings = append(res.Warnings, rel+": deleted during the backup; recorded as missing")
 		default:
 			all = append(all, p)
@@ -189,11 +201,10 @@ func snapshot(ctx context.Context, spool string, src Source) (pinned, error) {
 	}, nil
 }
 
-// list walks the data directory after the snapshot. A file created later is simply
-// not in this backup; one deleted before pin is recorded as missing.
-func list(src Source, res *Result) ([]string, error) {
-	var files []string
-	err := filepath.WalkDir(src.DataDir, func(path string, d fs.DirEntry, err error) error {
+// list walks the data directory for the files to archive, in lexical order, and the
+// ones it leaves out on purpose.
+func list(src Source) (files []string, skipped []Omitted, err error) {
+	err = filepath.WalkDir(src.DataDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path != src.DataDir {
 				return nil // a directory removed while we walk: nothing to copy
@@ -227,14 +238,13 @@ func list(src Source, res *Result) ([]string, error) {
 			why = err.Error()
 		}
 		if why != "" {
-			res.Manifest.Skipped = append(res.Manifest.Skipped, Omitted{Path: rel, Reason: why})
-			res.Warnings = append(res.Warnings, rel+": left out: "+why)
+			skipped = append(skipped, Omitted{Path: rel, Reason: why})
 			return nil
 		}
 		files = append(files, rel)
 		return nil
 	})
-	return files, err
+	return files, skipped, err
 }
 
 // pin hard-links a file into the spool, so a deletion before the second pass cannot

@@ -208,3 +208,26 @@ func TestWriteFailsWhenTheSnapshotFails(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A file the snapshot may refer to but that is deleted while the snapshot is taken is
+// reported missing, and a file created meanwhile is taken.
+func TestWriteListsBeforeAndAfterTheSnapshot(t *testing.T) {
+	dir, _ := dataDir(t)
+	src := source(dir)
+	snap := src.Snapshot
+	src.Snapshot = func(w io.Writer) (int64, error) {
+		os.Remove(filepath.Join(dir, "pointclouds", "p1", "g2.ply"))
+		os.WriteFile(filepath.Join(dir, "images", "new.png"), []byte("new"), 0o600)
+		return snap(w)
+	}
+	res, err := NewWriter().Write(context.Background(), io.Discard, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Manifest.Missing) != 1 || res.Manifest.Missing[0].Path != "pointclouds/p1/g2.ply" {
+		t.Fatalf("missing %+v", res.Manifest.Missing)
+	}
+	if !slices.ContainsFunc(res.Manifest.Entries, func(e Entry) bool { return e.Path == "images/new.png" }) {
+		t.Fatal("a file created during the snapshot is not in the archive")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/gardend/gardend/backup"
 	"github.com/gardend/gardend/server"
@@ -50,6 +51,9 @@ func (o *backupOptions) run(cmd *cobra.Command, args []string) error {
 	target := args[0]
 	report := cmd.OutOrStdout()
 	if target == "-" {
+		if f, ok := cmd.OutOrStdout().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			return errors.New("standard output is a terminal: redirect it (gardend backup - > FILE) or pipe it")
+		}
 		// Standard output carries the archive; the summary goes to standard error.
 		report = cmd.ErrOrStderr()
 		m, n, err := o.write(cmd, cmd.OutOrStdout())
