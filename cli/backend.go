@@ -46,6 +46,67 @@ func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
 	})
 }
 
+// streamAdmin runs an admin operation that streams its answer (a backup) into w,
+// through the running server's socket or else in-process, like callAdmin. A failure
+// after bytes were written is still returned: from the socket's error trailer or a
+// cut-off body, or from the in-process sink.
+func streamAdmin(ctx context.Context, dataDir, op string, args any, w io.Writer) error {
+	body, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	sock := server.AdminSocketPath(dataDir)
+	if _, err := os.Stat(sock); err == nil {
+		resp, err := socketCall(ctx, sock, op, body)
+		if err == nil {
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return decodeAdminResponse(resp, nil)
+			}
+			if _, err := io.Copy(w, resp.Body); err != nil {
+				return fmt.Errorf("%s through the admin socket: %w", op, err)
+			}
+			if msg := resp.Trailer.Get(server.BackupErrorTrailer); msg != "" {
+				return fmt.Errorf("%s failed in the server: %s", op, msg)
+			}
+			return nil
+		}
+	}
+	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, sock)
+		}
+		return err
+	}
+	defer st.Close()
+	res, err := server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1)).Do(ctx, op, body)
+	if err != nil {
+		return err
+	}
+	stream, ok := res.(server.StreamResult)
+	if !ok {
+		return fmt.Errorf("operation %s answers JSON, not a stream", op)
+	}
+	sink := &streamSink{w: w}
+	stream(sink)
+	return sink.err
+}
+
+// streamSink is the in-process stream's writer; the operation reports a failure
+// after the first byte through CloseWithError, as it would to an io.PipeWriter.
+type streamSink struct {
+	w   io.Writer
+	err error
+}
+
+func (s *streamSink) Write(b []byte) (int, error) { return s.w.Write(b) }
+
+func (s *streamSink) CloseWithError(err error) error {
+	s.err = err
+	return nil
+}
+
 // directCall opens the database itself (no server running) and runs op.
 func directCall(ctx context.Context, dataDir, op string, args []byte, use func(any) error) error {
 	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})

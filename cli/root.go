@@ -44,6 +44,8 @@ GARDEND_DATA or GARDEND_TOKEN_TTL); a flag on the command line wins.`,
 		newInspectCommand(g),
 		newBedsCommand(g),
 		newVersionCommand(),
+		newBackupCommand(g),
+		newRestoreCommand(g),
 	)
 	return root
 }

@@ -19,6 +19,9 @@ type Admin struct {
 	// afterRemove is the server's clean-up after a deletion; nil when the CLI runs
 	// without a server, whose start-up sweep then deletes unreferenced files.
 	afterRemove func(ctx context.Context, removed store.Removed)
+
+	// backups is shared by the admin socket and GET /admin/backup.
+	backups *backupState
 }
 
 type adminOp func(ctx context.Context, args json.RawMessage) (any, error)
@@ -26,6 +29,7 @@ type adminOp func(ctx context.Context, args json.RawMessage) (any, error)
 // NewAdmin binds the operations to a store.
 func NewAdmin(st *store.Store, pw *store.Passwords) *Admin {
 	a := &Admin{store: st, pw: pw}
+	a.backups = newBackupState()
 	a.ops = map[string]adminOp{
 		"users.create":   a.createUser,
 		"inspect.users":  func(context.Context, json.RawMessage) (any, error) { return st.ListUsers() },
@@ -37,6 +41,7 @@ func NewAdmin(st *store.Store, pw *store.Passwords) *Admin {
 		"inspect.permissions": func(context.Context, json.RawMessage) (any, error) { return st.ListPermissions() },
 		"beds.add":            a.addBed,
 		"beds.remove":         a.removeBed,
+		BackupOp:              a.backupOp,
 	}
 	return a
 }
