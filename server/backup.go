@@ -3,13 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/store"
@@ -115,15 +113,12 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// A large archive outlives any write timeout. TODO: use the deadline helper once
-	// it lands, extending per chunk so a client that stops reading is dropped.
-	if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.log.Warn().Err(err).Str("request_id", requestID(r)).Msg("backup: could not lift the write deadline")
-	}
 	h := w.Header()
 	h.Set("Content-Type", "application/x-tar")
 	h.Set("Content-Disposition", `attachment; filename="gardend-`+s.cfg.Now().UTC().Format("20060102T150405Z")+`.tar"`)
-	cw := &countingWriter{w: w}
+	// A large archive outlives any write timeout: each chunk moves the deadline, so the
+	// download runs as long as it progresses and a client that stops reading is dropped.
+	cw := &countingWriter{w: w, beforeWrite: func() { s.extendWriteDeadline(w) }}
 	res, err := run(cw)
 	if err != nil {
 		if cw.n == 0 {
@@ -144,11 +139,15 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 }
 
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w           io.Writer
+	n           int64
+	beforeWrite func()
 }
 
 func (c *countingWriter) Write(b []byte) (int, error) {
+	if c.beforeWrite != nil {
+		c.beforeWrite()
+	}
 	n, err := c.w.Write(b)
 	c.n += int64(n)
 	return n, err
