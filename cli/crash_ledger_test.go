@@ -270,7 +270,9 @@ func (w *crashWorker) write(want int, method, path, token string, body, out any)
 	return true
 }
 
-// run registers this round's user, then writes until the kill.
+// run registers this round's user, then writes until the kill. An operation that
+// lacks what it needs (a garden to upload to) does the one that creates it instead;
+// createCompany and read end every such chain.
 func (w *crashWorker) run() {
 	if !w.register() {
 		return
@@ -386,7 +388,7 @@ func (w *crashWorker) login() bool {
 
 func (w *crashWorker) createCompany() bool {
 	if len(w.companies) >= crashMaxCompanies {
-		return w.createGarden()
+		return w.read()
 	}
 	c := &crashCompany{name: "company-" + w.tag(), owner: w.user(), perms: map[string]*maybe{}}
 	c.exists.begin("1")
@@ -406,7 +408,7 @@ func (w *crashWorker) createGarden() bool {
 		return w.createCompany()
 	}
 	if len(c.gardens) >= crashMaxGardens {
-		return w.upload()
+		return w.read()
 	}
 	g := &crashGarden{name: "garden-" + w.tag(), perms: map[string]*maybe{}}
 	g.exists.begin("1")

@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -55,13 +56,14 @@ func pngWithText(base []byte, text string) []byte {
 
 // soakCounts are the 201s (and other facts) the workers observed.
 type soakCounts struct {
-	requests, reads                  atomic.Int64
-	users, companies, gardens        atomic.Int64
-	companyGrants, gardenGrants      atomic.Int64 // 201s, overwrites included
-	newCompanyGrants, newGardenGrant atomic.Int64 // distinct (resource, user) pairs
-	uploads, widgets                 atomic.Int64
-	gardensWithImage                 atomic.Int64
-	maxLatency                       atomic.Int64 // nanoseconds
+	requests, reads                   atomic.Int64
+	users, companies, gardens         atomic.Int64
+	companyGrants, gardenGrants       atomic.Int64 // 201s, overwrites included
+	newCompanyGrants, newGardenGrants atomic.Int64 // distinct (resource, user) pairs
+	uploads, widgets                  atomic.Int64
+	gardensWithImage                  atomic.Int64
+	maxLatency                        atomic.Int64 // nanoseconds
+	dials                             atomic.Int64 // connections opened
 }
 
 // soak is the shared state of one soak run.
@@ -381,7 +383,7 @@ func (w *soakWorker) grantGarden() {
 		w.s.counts.gardenGrants.Add(1)
 		if !g.grants[who] {
 			g.grants[who] = true
-			w.s.counts.newGardenGrant.Add(1)
+			w.s.counts.newGardenGrants.Add(1)
 		}
 	}
 }
@@ -564,12 +566,19 @@ func TestSoak(t *testing.T) {
 	s := &soak{
 		t:    t,
 		base: "http://" + srv.Addr(),
-		client: &http.Client{
-			Timeout:   soakRequestTimeout,
-			Transport: &http.Transport{MaxIdleConnsPerHost: soakWorkers, MaxIdleConns: soakWorkers, IdleConnTimeout: time.Minute},
-		},
 		pngs: [][]byte{fixture(t, "garden.png"), fixture(t, "garden-paletted.png")},
 		stop: stop,
+	}
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	s.client = &http.Client{
+		Timeout: soakRequestTimeout,
+		Transport: &http.Transport{
+			MaxIdleConnsPerHost: soakWorkers, MaxIdleConns: soakWorkers, IdleConnTimeout: time.Minute,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				s.counts.dials.Add(1)
+				return dialer.DialContext(ctx, network, addr)
+			},
+		},
 	}
 	defer s.client.CloseIdleConnections()
 	for _, png := range s.pngs {
@@ -593,12 +602,12 @@ func TestSoak(t *testing.T) {
 	elapsed := time.Since(start)
 	c := &s.counts
 	n := c.requests.Load()
-	t.Logf("soak: %d workers for %v: %d requests (%d reads), %.0f requests/s, slowest %v",
-		soakWorkers, elapsed.Round(time.Millisecond), n, c.reads.Load(), float64(n)/elapsed.Seconds(),
+	t.Logf("soak: %d workers for %v: %d requests (%d reads) over %d connections, %.0f requests/s, slowest %v",
+		soakWorkers, elapsed.Round(time.Millisecond), n, c.reads.Load(), c.dials.Load(), float64(n)/elapsed.Seconds(),
 		time.Duration(c.maxLatency.Load()).Round(time.Millisecond))
 	t.Logf("soak: 201s: %d users, %d companies, %d gardens, %d company grants (%d distinct), %d garden grants (%d distinct), %d uploads, %d widgets",
 		c.users.Load(), c.companies.Load(), c.gardens.Load(), c.companyGrants.Load(), c.newCompanyGrants.Load(),
-		c.gardenGrants.Load(), c.newGardenGrant.Load(), c.uploads.Load(), c.widgets.Load())
+		c.gardenGrants.Load(), c.newGardenGrants.Load(), c.uploads.Load(), c.widgets.Load())
 	if t.Failed() {
 		return
 	}
@@ -607,6 +616,10 @@ func TestSoak(t *testing.T) {
 	}
 	if n < soakWorkers {
 		t.Fatalf("only %d requests", n)
+	}
+	// Keep-alive: a connection per worker (a few more are fine), not one per request.
+	if d := c.dials.Load(); d > 2*soakWorkers {
+		t.Errorf("%d connections for %d requests: keep-alive is not working", d, n)
 	}
 
 	// Through the API, while the server runs: a site admin sees every record.
@@ -633,9 +646,9 @@ func TestSoak(t *testing.T) {
 	}
 	// Each company's creator is its admin, besides the grants.
 	wantCompanyPerms := c.companies.Load() + c.newCompanyGrants.Load()
-	if int64(apiCompanyPerms) != wantCompanyPerms || int64(apiGardenPerms) != c.newGardenGrant.Load() || int64(apiImages) != c.gardensWithImage.Load() {
+	if int64(apiCompanyPerms) != wantCompanyPerms || int64(apiGardenPerms) != c.newGardenGrants.Load() || int64(apiImages) != c.gardensWithImage.Load() {
 		t.Errorf("API lists %d company permissions, %d garden permissions, %d gardens with an image; want %d, %d, %d",
-			apiCompanyPerms, apiGardenPerms, apiImages, wantCompanyPerms, c.newGardenGrant.Load(), c.gardensWithImage.Load())
+			apiCompanyPerms, apiGardenPerms, apiImages, wantCompanyPerms, c.newGardenGrants.Load(), c.gardensWithImage.Load())
 	}
 
 	// After a graceful shutdown, in the store.
@@ -671,7 +684,7 @@ func TestSoak(t *testing.T) {
 	got := fmt.Sprintf("%d users, %d companies, %d gardens, %d company permissions, %d garden permissions, %d image paths, %d image files",
 		len(users), len(storedCompanies), len(storedGardens), len(perms.Company), len(perms.Garden), len(paths), len(files))
 	want := fmt.Sprintf("%d users, %d companies, %d gardens, %d company permissions, %d garden permissions, %d image paths, %d image files",
-		c.users.Load()+1, c.companies.Load(), c.gardens.Load(), wantCompanyPerms, c.newGardenGrant.Load(), c.gardensWithImage.Load(), c.gardensWithImage.Load())
+		c.users.Load()+1, c.companies.Load(), c.gardens.Load(), wantCompanyPerms, c.newGardenGrants.Load(), c.gardensWithImage.Load(), c.gardensWithImage.Load())
 	if got != want {
 		t.Errorf("store holds %s;\nwant %s", got, want)
 	}
