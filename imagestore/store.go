@@ -48,8 +48,15 @@ func Open(dir string) (*Store, error) {
 	if prefix == string(filepath.Separator) || prefix == "." || prefix == ".." {
 		return nil, fmt.Errorf("image directory %q: needs a parent (the data directory)", dir)
 	}
+	_, statErr := os.Stat(abs)
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("image directory: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		// Make the new directory's entry durable before images are promised in it.
+		if err := syncDir(filepath.Dir(abs)); err != nil {
+			return nil, fmt.Errorf("image directory: %w", err)
+		}
 	}
 	return &Store{dir: abs, prefix: prefix}, nil
 }

@@ -51,7 +51,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	_, statErr := os.Stat(path)
+	created := errors.Is(statErr, os.ErrNotExist) && !opts.ReadOnly
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly, NoSync: opts.NoSync})
@@ -60,6 +63,14 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("%w: %s is in use (is gardend serve running with this data directory?)", ErrLocked, path)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if created {
+		// bbolt syncs the new file but not the directory entry naming it: without this,
+		// a power cut soon after the first start could lose the file with every write.
+		if err := syncDir(dir); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sync data directory: %w", err)
+		}
 	}
 	s := &Store{db: db, now: opts.Now}
 	if !opts.ReadOnly {
@@ -160,4 +171,14 @@ func getJSON(b *bolt.Bucket, key []byte, v any) error {
 		return ErrNotFound
 	}
 	return json.Unmarshal(data, v)
+}
+
+// syncDir makes a directory's entries (a new file, a rename) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
