@@ -1,7 +1,10 @@
 package imagestore
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -54,4 +57,38 @@ func corrupt(b []byte, i int) []byte {
 	c := append([]byte(nil), b...)
 	c[i] ^= 0xFF
 	return c
+}
+
+// TestCheckPNGAllocationBounded feeds a paletted PNG whose PLTE follows a 16 MiB
+// ancillary chunk, which DecodeConfig must read past: memory use stays constant.
+func TestCheckPNGAllocationBounded(t *testing.T) {
+	small := readFixture(t, fixturePaletted)
+	const ihdrEnd = 8 + 8 + 13 + 4 // signature, IHDR length+type, data, CRC
+	big := append([]byte(nil), small[:ihdrEnd]...)
+	big = append(big, chunk("tEXt", make([]byte, 16<<20))...)
+	big = append(big, small[ihdrEnd:]...)
+
+	for _, in := range [][]byte{small, big} {
+		if w, h, err := CheckPNG(in); err != nil || w != 16 || h != 8 {
+			t.Fatalf("CheckPNG = %d, %d, %v", w, h, err)
+		}
+	}
+	const runs = 10
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		CheckPNG(big)
+	}
+	runtime.ReadMemStats(&after)
+	if perOp := (after.TotalAlloc - before.TotalAlloc) / runs; perOp > 64<<10 {
+		t.Errorf("CheckPNG allocated %d bytes for a %d-byte PNG", perOp, len(big))
+	}
+}
+
+// chunk encodes one PNG chunk.
+func chunk(typ string, data []byte) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
+	b = append(b, typ...)
+	b = append(b, data...)
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b[4:]))
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/gardend/gardend/store"
 )
-
-const userKey ctxKey = iota + 100
 
 // authed wraps a handler that needs a valid token; the user is in the context.
 func (s *Server) authed(next http.HandlerFunc) http.HandlerFunc {
@@ -26,19 +23,15 @@ func (s *Server) authed(next http.HandlerFunc) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		if ri := infoOf(r); ri != nil {
-			ri.userID = u.ID
-		}
-		w.Header().Set("Cache-Control", "no-store")
-		next(w, r.WithContext(context.WithValue(r.Context(), userKey, &u)))
+		ri := infoOf(r)
+		ri.userID, ri.user = u.ID, &u
+		w.Header()["Cache-Control"] = headerNoStore
+		next(w, r)
 	}
 }
 
 // currentUser is the authenticated user; only valid under authed.
-func currentUser(r *http.Request) *store.User {
-	u, _ := r.Context().Value(userKey).(*store.User)
-	return u
-}
+func currentUser(r *http.Request) *store.User { return infoOf(r).user }
 
 // bearerToken extracts the token of "Authorization: Token <token>".
 func bearerToken(r *http.Request) (string, bool) {

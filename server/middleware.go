@@ -10,13 +10,23 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/gardend/gardend/store"
 )
 
 // reqInfo travels in the request context; auth fills in the user for the access log.
 type reqInfo struct {
 	id     string
 	userID uint64
+	user   *store.User
 }
+
+// Constant header values, shared so hot paths do not allocate a slice per header.
+var (
+	headerNoStore = []string{"no-store"}
+	headerNosniff = []string{"nosniff"}
+	headerJSON    = []string{"application/json; charset=utf-8"}
+)
 
 type ctxKey int
 
@@ -85,18 +95,27 @@ func (w *statusWriter) Flush() {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// reqState is everything observe keeps per request, allocated once.
+type reqState struct {
+	statusWriter
+	info     reqInfo
+	idHeader [1]string
+}
+
 // observe assigns the request id, recovers panics and writes one access-log line per
 // request. Tokens and bodies are never logged.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &reqInfo{id: r.Header.Get("X-Request-Id")}
+		st := &reqState{statusWriter: statusWriter{ResponseWriter: w}}
+		ri, sw := &st.info, &st.statusWriter
+		ri.id = r.Header.Get("X-Request-Id")
 		if !validRequestID(ri.id) {
 			ri.id = newRequestID()
 		}
-		w.Header().Set("X-Request-Id", ri.id)
+		st.idHeader[0] = ri.id
+		w.Header()["X-Request-Id"] = st.idHeader[:]
 		r = r.WithContext(context.WithValue(r.Context(), reqInfoKey, ri))
-		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -132,7 +151,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
+		h["X-Content-Type-Options"] = headerNosniff
 		origin := r.Header.Get("Origin")
 		if origin == "" {
 			next.ServeHTTP(w, r)
@@ -163,6 +182,10 @@ func (s *Server) cors(next http.Handler) http.Handler {
 // limitBody caps the request body; reading past it yields *http.MaxBytesError → 413.
 func limitBody(n int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if r.ContentLength > n {
 			writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+formatBytes(n), nil))
 			return

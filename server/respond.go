@@ -23,10 +23,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeRawJSON(w, status, body)
 }
 
+// writeRawJSON writes a JSON body; net/http adds Content-Length for bodies written in
+// one piece.
 func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header()["Content-Type"] = headerJSON
 	w.WriteHeader(status)
 	w.Write(body)
 }

@@ -36,8 +36,9 @@ type Options struct {
 
 // Store is the opened database.
 type Store struct {
-	db  *bolt.DB
-	now func() time.Time
+	db    *bolt.DB
+	now   func() time.Time
+	users userCache
 }
 
 // Open opens (creating if needed) the database at path, creates the buckets and runs

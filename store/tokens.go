@@ -13,8 +13,38 @@ import (
 // DigestSize is the length of a token digest (SHA-256).
 const DigestSize = sha256.Size
 
-// TokenDigest is what the store keeps of a token: only its SHA-256.
-func TokenDigest(token string) [DigestSize]byte { return sha256.Sum256([]byte(token)) }
+// TokenSize is the number of random bytes in a token; clients see them as hex.
+const TokenSize = 32
+
+// TokenDigest is what the store keeps of a token: the SHA-256 of its random bytes.
+// Anything that is not 64 hex digits maps to the digest of nothing, which no token has.
+func TokenDigest(token string) [DigestSize]byte {
+	var raw [TokenSize]byte
+	if len(token) != 2*TokenSize {
+		return sha256.Sum256(nil)
+	}
+	for i := range raw {
+		hi, ok1 := fromHex(token[2*i])
+		lo, ok2 := fromHex(token[2*i+1])
+		if !ok1 || !ok2 {
+			return sha256.Sum256(nil)
+		}
+		raw[i] = hi<<4 | lo
+	}
+	return sha256.Sum256(raw[:])
+}
+
+func fromHex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
 
 // Token describes a stored token without revealing it.
 type Token struct {
@@ -48,6 +78,11 @@ func decodeToken(b []byte) (userID uint64, created, expiry time.Time, ok bool) {
 
 // CreateToken stores the digest of a new token for user id, valid until expiry.
 func (s *Store) CreateToken(userID uint64, digest [DigestSize]byte, expiry time.Time) error {
+	// The digest of nothing stands for every malformed token: storing it would let any
+	// garbage token authenticate.
+	if digest == sha256.Sum256(nil) {
+		return fmt.Errorf("%w: token must be %d random bytes in hex", ErrInvalid, TokenSize)
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketUsers).Get(itob(userID)) == nil {
 			return fmt.Errorf("user %d: %w", userID, ErrNotFound)
@@ -69,20 +104,27 @@ func userTokenKey(userID uint64, digest []byte) []byte {
 // Authenticate resolves a token digest to its user in one read transaction. Unknown
 // and expired tokens are ErrUnauthenticated.
 func (s *Store) Authenticate(digest [DigestSize]byte) (User, error) {
-	var u User
-	err := s.db.View(func(tx *bolt.Tx) error {
-		userID, _, expiry, ok := decodeToken(tx.Bucket(bucketTokens).Get(digest[:]))
-		if !ok || !s.now().Before(expiry) {
-			return ErrUnauthenticated
-		}
-		var err error
-		u, err = getUser(tx, userID)
-		if err != nil {
-			return fmt.Errorf("token of missing user: %w", ErrUnauthenticated)
-		}
-		return nil
-	})
-	return u, err
+	gen := s.users.generation()
+	// A manual read transaction instead of View: the closure would move the digest
+	// and the user to the heap on the hottest path of the service.
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return User{}, err
+	}
+	defer tx.Rollback()
+	userID, _, expiry, ok := decodeToken(tx.Bucket(bucketTokens).Get(digest[:]))
+	if !ok || !s.now().Before(expiry) {
+		return User{}, ErrUnauthenticated
+	}
+	if u, ok := s.users.get(userID); ok {
+		return u, nil
+	}
+	u, err := getUser(tx, userID)
+	if err != nil {
+		return User{}, fmt.Errorf("token of missing user: %w", ErrUnauthenticated)
+	}
+	s.users.put(u, gen)
+	return u, nil
 }
 
 // RevokeToken deletes one token; an unknown one is not an error.

@@ -279,6 +279,9 @@ func (s *Store) UpdateUser(id uint64, up UserUpdate) (User, error) {
 }
 
 func (s *Store) updateUser(id uint64, fn func(tx *bolt.Tx, r *userRecord) error) error {
+	// Invalidate after the commit: a reader that started earlier then sees a new
+	// generation and does not cache the old record.
+	defer s.users.invalidate(id)
 	return s.db.Update(func(tx *bolt.Tx) error {
 		users := tx.Bucket(bucketUsers)
 		var rec userRecord

@@ -41,7 +41,12 @@ func Centroid(pc PointCloud) (x, y float64, n int, err error) {
 	default:
 		s = l.sumGeneric(pc.Data, x0, y0)
 	}
-	return x0 + s.x/float64(s.n), y0 + s.y/float64(s.n), s.n, nil
+	x, y = x0+s.x/float64(s.n), y0+s.y/float64(s.n)
+	if !finite(x) || !finite(y) {
+		// Only float64 values near ±1.8e308 get here; no position can come of them.
+		return 0, 0, 0, invalidf("mean of x or y overflows")
+	}
+	return x, y, s.n, nil
 }
 
 // layout is a validated cloud's geometry and its x and y fields, as ints.

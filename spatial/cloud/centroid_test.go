@@ -199,6 +199,13 @@ func TestCentroidErrors(t *testing.T) {
 	}
 }
 
+func TestCentroidOverflow(t *testing.T) {
+	pc := packed([]string{"x", "y"}, Float64, false, [][]float64{{-1e308, 0}, {1e308, 0}})
+	if _, _, _, err := Centroid(pc); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+}
+
 func TestCentroidIgnoresOtherFields(t *testing.T) {
 	pc := packed([]string{"x", "y", "rgb"}, Float32, false, [][]float64{{1, 2, 0}})
 	pc.Fields[2].Datatype = 0
@@ -250,7 +257,11 @@ func genericCentroid(pc PointCloud) (x, y float64, n int, err error) {
 		return 0, 0, 0, ErrNoPoints
 	}
 	s := l.sumGeneric(pc.Data, x0, y0)
-	return x0 + s.x/float64(s.n), y0 + s.y/float64(s.n), s.n, nil
+	x, y = x0+s.x/float64(s.n), y0+s.y/float64(s.n)
+	if !finite(x) || !finite(y) {
+		return 0, 0, 0, ErrInvalid
+	}
+	return x, y, s.n, nil
 }
 
 func benchCloud(dt Datatype, big bool, ps uint32) PointCloud {

@@ -1,0 +1,84 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+func TestPanicBecomesProblemAndIsLogged(t *testing.T) {
+	var logs bytes.Buffer
+	s := &Server{log: zerolog.New(&logs)}
+	h := s.observe(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/x", nil))
+	if rec.Code != 500 || rec.Header().Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("got %d %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	if strings.Contains(rec.Body.String(), "boom") {
+		t.Fatal("panic value leaked to the client")
+	}
+	if !strings.Contains(logs.String(), `"panic":"boom"`) || !strings.Contains(logs.String(), `"status":500`) {
+		t.Fatalf("logs: %s", logs.String())
+	}
+}
+
+func TestAccessLogNeverHoldsSecrets(t *testing.T) {
+	var logs bytes.Buffer
+	dir := t.TempDir()
+	s, err := New(Config{DataDir: dir, Logger: zerolog.New(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	body := `{"username":"ann","password":"very-secret-pw","first_name":"A","last_name":"B"}`
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/register", strings.NewReader(body)))
+	var res loginResult
+	json.Unmarshal(rec.Body.Bytes(), &res)
+	req := httptest.NewRequest("GET", "/user", nil)
+	req.Header.Set("Authorization", "Token "+res.Token)
+	s.Handler().ServeHTTP(httptest.NewRecorder(), req)
+
+	out := logs.String()
+	for _, secret := range []string{"very-secret-pw", res.Token} {
+		if secret == "" || strings.Contains(out, secret) {
+			t.Fatalf("log contains a secret (%q): %s", secret, out)
+		}
+	}
+	var line map[string]any
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	json.Unmarshal([]byte(lines[len(lines)-1]), &line)
+	for _, k := range []string{"method", "path", "status", "bytes", "duration", "request_id", "user_id"} {
+		if _, ok := line[k]; !ok {
+			t.Errorf("access log lacks %q: %v", k, line)
+		}
+	}
+	if line["user_id"] != float64(1) {
+		t.Errorf("user_id %v, want 1", line["user_id"])
+	}
+}
+
+func TestProblemForInternalErrorIsGeneric(t *testing.T) {
+	var logs bytes.Buffer
+	s := &Server{log: zerolog.New(&logs)}
+	rec := httptest.NewRecorder()
+	s.writeError(rec, httptest.NewRequest("GET", "/", nil), errSecretPath)
+	if rec.Code != 500 || strings.Contains(rec.Body.String(), "/var/lib") {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if !strings.Contains(logs.String(), "/var/lib") {
+		t.Fatal("internal error not logged")
+	}
+}
+
+var errSecretPath = &pathErr{}
+
+type pathErr struct{}
+
+func (*pathErr) Error() string { return "open /var/lib/gardend/x: permission denied" }

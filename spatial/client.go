@@ -1,0 +1,170 @@
+package spatial
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// CacheDisabled as ClientConfig.CacheTTL turns the answer cache off.
+const CacheDisabled time.Duration = -1
+
+// ClientConfig configures a Client. Zero values take the documented defaults.
+type ClientConfig struct {
+	// Addr is the spatial server's host:port (or any gRPC target).
+	Addr string
+	// TLS enables TLS with the system roots, or with CAFile's certificates when set.
+	TLS    bool
+	CAFile string
+	// CallTimeout bounds each attempt of a call once it is sent, and separately its wait
+	// for a free slot (MaxInFlight). Default 5s.
+	CallTimeout time.Duration
+	// MaxInFlight caps the calls in flight over the whole client. Default 64.
+	MaxInFlight int
+	// CacheTTL is how long answers (project details, measurements, instances, classes,
+	// transforms) are kept. Default 30s; CacheDisabled (any negative value) turns the
+	// cache off. Zero means "unset" so that a zero ClientConfig is useful.
+	CacheTTL time.Duration
+	// CacheEntries caps the cache's size. Default 20000 (a few MiB).
+	CacheEntries int
+	// MaxRecvBytes is the largest message accepted. Default 128 MiB: deployed servers
+	// send point clouds of up to about 100 MiB.
+	MaxRecvBytes int
+	// Attempts is how many times a call answered Unavailable is tried (a bed costs
+	// about 70 calls, so without retrying a server failing 1% of calls fails half the
+	// beds). Each attempt has its own CallTimeout. Default 2; 1 disables retrying.
+	Attempts int
+	// Now is the clock for cache expiry. Default time.Now.
+	Now func() time.Time
+}
+
+func (c ClientConfig) withDefaults() ClientConfig {
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = 5 * time.Second
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 64
+	}
+	if c.CacheTTL == 0 {
+		c.CacheTTL = 30 * time.Second
+	}
+	if c.CacheEntries <= 0 {
+		c.CacheEntries = 20000
+	}
+	if c.MaxRecvBytes <= 0 {
+		c.MaxRecvBytes = 128 << 20
+	}
+	if c.Attempts <= 0 {
+		c.Attempts = 2
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Client reads beds, plants and point clouds from a spatial data server. It is safe for
+// concurrent use; one Client (one connection) serves the whole process.
+type Client struct {
+	cfg    ClientConfig
+	log    zerolog.Logger
+	conn   *grpc.ClientConn
+	sem    chan struct{} // a slot per call in flight
+	cache  *ttlCache     // nil when disabled
+	flight flightGroup
+
+	inFlight, maxInFlight atomic.Int64
+	cacheHits, collapsed  atomic.Int64
+	callsMu               sync.Mutex
+	calls                 map[string]int64
+}
+
+// ClientStats counts what a Client did since Dial.
+type ClientStats struct {
+	// Calls is the number of RPCs sent per full method name (retries included, cache
+	// hits and collapsed calls not).
+	Calls map[string]int64
+	// InFlight is the number of calls in flight now, MaxInFlight the most ever at once.
+	InFlight, MaxInFlight int
+	// CacheHits counts answers served from the cache, Collapsed the callers that joined
+	// an identical call already in flight.
+	CacheHits, Collapsed int64
+	CacheEntries         int
+}
+
+// Dial creates a Client for cfg.Addr. The connection is made lazily, on the first call,
+// so Dial succeeds while the server is down.
+func Dial(cfg ClientConfig, log zerolog.Logger) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Addr == "" {
+		return nil, errors.New("spatial: no server address")
+	}
+	creds := insecure.NewCredentials()
+	if cfg.TLS {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.CAFile != "" {
+			pem, err := os.ReadFile(cfg.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("spatial: reading CA file: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("spatial: CA file %s holds no PEM certificate", cfg.CAFile)
+			}
+			tc.RootCAs = pool
+		}
+		creds = credentials.NewTLS(tc)
+	}
+	conn, err := grpc.NewClient(cfg.Addr,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxRecvBytes)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("spatial: client for %s: %w", cfg.Addr, err)
+	}
+	c := &Client{
+		cfg:   cfg,
+		log:   log.With().Str("component", "spatial").Logger(),
+		conn:  conn,
+		sem:   make(chan struct{}, cfg.MaxInFlight),
+		calls: map[string]int64{},
+	}
+	if cfg.CacheTTL > 0 {
+		c.cache = newTTLCache(cfg.CacheTTL, cfg.CacheEntries, cfg.Now)
+	}
+	return c, nil
+}
+
+// Close closes the connection; calls in flight fail.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Stats returns a snapshot of the client's counters.
+func (c *Client) Stats() ClientStats {
+	c.callsMu.Lock()
+	calls := make(map[string]int64, len(c.calls))
+	for k, v := range c.calls {
+		calls[k] = v
+	}
+	c.callsMu.Unlock()
+	return ClientStats{
+		Calls:        calls,
+		InFlight:     int(c.inFlight.Load()),
+		MaxInFlight:  int(c.maxInFlight.Load()),
+		CacheHits:    c.cacheHits.Load(),
+		Collapsed:    c.collapsed.Load(),
+		CacheEntries: c.cache.len(),
+	}
+}
+
+// ResetCache drops every cached answer (benchmarks use it to measure cold fetches).
+func (c *Client) ResetCache() { c.cache.reset() }
