@@ -12,11 +12,7 @@ import (
 	"time"
 
 	"github.com/gardend/gardend/server"
-	"github.com/gardend/gardend/store"
 )
-
-// cheapArgon2 keeps tests fast; production cost is measured by BenchmarkLogin.
-var cheapArgon2 = store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}
 
 type fakeClock struct {
 	mu sync.Mutex
@@ -58,14 +54,14 @@ func newHarness(t testing.TB, mutate ...func(*server.Config)) *harness {
 	return &harness{t: t, srv: srv, h: srv.Handler(), clock: clock}
 }
 
-// response is a recorded answer with helpers for assertions.
-type response struct {
+// recorded is a recorded answer with helpers for assertions.
+type recorded struct {
 	*httptest.ResponseRecorder
 	t testing.TB
 }
 
 // do sends body (a string is sent raw, anything else as JSON) with an optional token.
-func (h *harness) do(method, path, token string, body any, headers ...string) response {
+func (h *harness) do(method, path, token string, body any, headers ...string) recorded {
 	h.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -93,11 +89,11 @@ func (h *harness) do(method, path, token string, body any, headers ...string) re
 	}
 	rec := httptest.NewRecorder()
 	h.h.ServeHTTP(rec, req)
-	return response{rec, h.t}
+	return recorded{rec, h.t}
 }
 
 // json decodes the body into a generic value.
-func (r response) json() map[string]any {
+func (r recorded) json() map[string]any {
 	r.t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.Body.Bytes(), &m); err != nil {
@@ -106,7 +102,7 @@ func (r response) json() map[string]any {
 	return m
 }
 
-func (r response) expect(status int) response {
+func (r recorded) expect(status int) recorded {
 	r.t.Helper()
 	if r.Code != status {
 		r.t.Fatalf("status %d, want %d; body %s", r.Code, status, r.Body.String())
@@ -115,7 +111,7 @@ func (r response) expect(status int) response {
 }
 
 // expectProblem checks a problem+json answer and, when field is set, that it is named.
-func (r response) expectProblem(status int, field string) map[string]any {
+func (r recorded) expectProblem(status int, field string) map[string]any {
 	r.t.Helper()
 	r.expect(status)
 	if ct := r.Header().Get("Content-Type"); ct != "application/problem+json" {
@@ -143,7 +139,7 @@ func (h *harness) register(username string) string {
 	return res.json()["token"].(string)
 }
 
-func (h *harness) login(username, password string) response {
+func (h *harness) login(username, password string) recorded {
 	h.t.Helper()
 	return h.do("POST", "/login", "", map[string]string{"username": username, "password": password})
 }
