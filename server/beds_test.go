@@ -21,8 +21,8 @@ type spatialSetup struct {
 	demo   *demo.Server
 	g      *gardend
 	token  string
-	garden string
-	beds   []uint64
+	farm
+	garden string // farm.path
 }
 
 func newSpatialSetup(t *testing.T, opts demo.Options, so demo.ServerOptions, configure ...func(*server.Config)) *spatialSetup {
@@ -38,7 +38,8 @@ func newSpatialSetup(t *testing.T, opts demo.Options, so demo.ServerOptions, con
 	}
 	ss.g = startGardend(t, cfg)
 	ss.token = ss.g.register("gardener")
-	ss.garden, ss.beds = ss.g.gardenWithBeds(ss.token, ds.ProjectUUIDs())
+	ss.farm = ss.g.gardenWithBeds(ss.token, ds.ProjectUUIDs())
+	ss.garden = ss.farm.path
 	return ss
 }
 

@@ -166,21 +166,27 @@ func (g *gardend) register(username string) string {
 	return v.Token
 }
 
+// farm is a company with a garden and its beds, made through the API.
+type farm struct {
+	company, garden uint64
+	path            string // the garden's path
+	beds            []uint64
+}
+
 // gardenWithBeds creates a company and garden as token's user, with one bed per
-// project, and returns the garden path and the bed ids in project order.
-func (g *gardend) gardenWithBeds(token string, projects []string) (string, []uint64) {
+// project, in project order.
+func (g *gardend) gardenWithBeds(token string, projects []string) farm {
 	g.tb.Helper()
 	var c, gd struct{ ID uint64 }
 	json.Unmarshal(g.must(201, "POST", "/companies", token, map[string]string{"name": "farm"}), &c)
 	json.Unmarshal(g.must(201, "POST", companyPath(c.ID)+"/gardens", token, map[string]string{"name": "garden"}), &gd)
-	path := gardenPath(c.ID, gd.ID)
-	var ids []uint64
+	f := farm{company: c.ID, garden: gd.ID, path: gardenPath(c.ID, gd.ID)}
 	for _, p := range projects {
 		var b struct{ ID uint64 }
-		json.Unmarshal(g.must(201, "POST", path+"/beds", token, map[string]string{"uuid": p}), &b)
-		ids = append(ids, b.ID)
+		json.Unmarshal(g.must(201, "POST", f.path+"/beds", token, map[string]string{"uuid": p}), &b)
+		f.beds = append(f.beds, b.ID)
 	}
-	return path, ids
+	return f
 }
 
 // waitClouds waits for the download queue to drain.
