@@ -48,6 +48,38 @@ func inspectViews() []inspectView {
 					fmt.Fprintf(tw, "%s…\t%d\t%s\t%s\n", t.Prefix, t.UserID, stamp(t.Created), stamp(t.Expiry))
 				}
 			}},
+		{name: "companies", short: "List companies", op: "inspect.companies",
+			newResult: func() any { return &[]store.Company{} },
+			table: func(tw io.Writer, v any) {
+				fmt.Fprintln(tw, "ID\tNAME")
+				for _, c := range *v.(*[]store.Company) {
+					fmt.Fprintf(tw, "%d\t%s\n", c.ID, c.Name)
+				}
+			}},
+		{name: "gardens", short: "List gardens of every company", op: "inspect.gardens",
+			newResult: func() any { return &[]store.Garden{} },
+			table: func(tw io.Writer, v any) {
+				fmt.Fprintln(tw, "ID\tCOMPANY\tNAME\tIMAGE")
+				for _, g := range *v.(*[]store.Garden) {
+					image := "-"
+					if g.ImagePath != nil {
+						image = *g.ImagePath
+					}
+					fmt.Fprintf(tw, "%d\t%d\t%s\t%s\n", g.ID, g.Company, g.Name, image)
+				}
+			}},
+		{name: "permissions", short: "List company and garden permissions", op: "inspect.permissions",
+			newResult: func() any { return &store.PermissionList{} },
+			table: func(tw io.Writer, v any) {
+				list := v.(*store.PermissionList)
+				fmt.Fprintln(tw, "ON\tID\tUSER\tPERMISSION")
+				for _, p := range list.Company {
+					fmt.Fprintf(tw, "company %d\t%d\t%s\t%s\n", p.Company, p.ID, p.Username, p.Level)
+				}
+				for _, p := range list.Garden {
+					fmt.Fprintf(tw, "garden %d\t%d\t%s\t%s\n", p.Garden, p.ID, p.Username, p.Level)
+				}
+			}},
 		{name: "stats", short: "Show database size and record counts", op: "inspect.stats",
 			newResult: func() any { return &store.Stats{} },
 			table: func(tw io.Writer, v any) {

@@ -41,6 +41,7 @@ GARDEND_DATA or GARDEND_TOKEN_TTL); a flag on the command line wins.`,
 		newServeCommand(g),
 		newAdminCommand(g),
 		newInspectCommand(g),
+		newBedsCommand(g),
 		newVersionCommand(),
 	)
 	return root

@@ -62,13 +62,14 @@ func (s *Server) companyFromPath(r *http.Request) (store.Company, role, error) {
 		return store.Company{}, roleNone, err
 	}
 	me := currentUser(r)
+	missing := "company " + idText(companyID) + " not found"
 	c, a, err := s.store.CompanyAccess(companyID, me.ID)
 	if err != nil {
-		return store.Company{}, roleNone, hideMissing(err, "company "+idText(companyID)+" not found")
+		return store.Company{}, roleNone, hideMissing(err, missing)
 	}
 	rl := companyRole(me, a)
 	if rl == roleNone {
-		return store.Company{}, roleNone, notFound("company " + idText(companyID) + " not found")
+		return store.Company{}, roleNone, notFound(missing)
 	}
 	return c, rl, nil
 }
@@ -81,13 +82,14 @@ func (s *Server) gardenFromPath(r *http.Request) (store.Garden, role, error) {
 		return store.Garden{}, roleNone, err
 	}
 	me := currentUser(r)
+	missing := gardenNotFound(companyID, gardenID)
 	g, a, err := s.store.GardenAccess(companyID, gardenID, me.ID)
 	if err != nil {
-		return store.Garden{}, roleNone, hideMissing(err, gardenNotFound(companyID, gardenID))
+		return store.Garden{}, roleNone, hideMissing(err, missing)
 	}
 	rl := gardenRole(me, a)
 	if rl == roleNone {
-		return store.Garden{}, roleNone, notFound(gardenNotFound(companyID, gardenID))
+		return store.Garden{}, roleNone, notFound(missing)
 	}
 	return g, rl, nil
 }
@@ -103,9 +105,8 @@ func (s *Server) bedFromPath(r *http.Request) (store.Garden, store.Bed, role, er
 		return store.Garden{}, store.Bed{}, roleNone, err
 	}
 	me := currentUser(r)
-	g, b, a, err := s.store.BedAccess(companyID, gardenID, bedID, me.ID)
-	// A missing bed of a garden the caller cannot see reads like a missing garden.
 	missing := "bed " + idText(bedID) + " of " + gardenNotFound(companyID, gardenID)
+	g, b, a, err := s.store.BedAccess(companyID, gardenID, bedID, me.ID)
 	if err != nil {
 		return store.Garden{}, store.Bed{}, roleNone, hideMissing(err, missing)
 	}

@@ -12,7 +12,11 @@ import (
 	"time"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/store"
 )
+
+// cheapArgon2 keeps tests fast; production cost is measured by BenchmarkLogin.
+var cheapArgon2 = store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}
 
 type fakeClock struct {
 	mu sync.Mutex
@@ -48,6 +52,9 @@ func newHarness(t testing.TB, mutate ...func(*server.Config)) *harness {
 	t.Cleanup(func() {
 		if err := srv.Store().Check(); err != nil {
 			t.Errorf("consistency check: %v", err)
+		}
+		if err := srv.Store().CheckIndexes(); err != nil {
+			t.Errorf("index check: %v", err)
 		}
 		srv.Close()
 	})

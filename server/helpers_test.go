@@ -17,9 +17,6 @@ import (
 	"github.com/gardend/gardend/store"
 )
 
-// cheapArgon2 keeps password hashing out of test run times.
-var cheapArgon2 = store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}
-
 // testServer is a real server (bbolt file, image directory) in a temporary data
 // directory, driven through its whole HTTP stack without a listener.
 type testServer struct {

@@ -114,7 +114,7 @@ func (s *Store) CompaniesOfUser(userID uint64) ([]Company, error) {
 	return out, err
 }
 
-// DeleteCompany removes the company with its gardens, their beds, images records and
+// DeleteCompany removes the company with its gardens, their beds, image records and
 // coordinates, and every permission on any of them, in one transaction. The caller
 // deletes the files listed in Removed after it returns.
 func (s *Store) DeleteCompany(id uint64) (Removed, error) {

@@ -10,11 +10,11 @@ import (
 type Removed struct {
 	// ImagePaths are the image files of the removed gardens, relative to the data
 	// directory.
-	ImagePaths []string `json:"image_paths,omitempty"`
+	ImagePaths []string
 	// BedUUIDs are the spatial-server projects of removed beds that no remaining bed
 	// refers to. Their plant positions and queued downloads went with the deletion;
 	// files kept for them (point clouds) can go too.
-	BedUUIDs []string `json:"bed_uuids,omitempty"`
+	BedUUIDs []string
 }
 
 // settle keeps in BedUUIDs, once each, only the projects no bed refers to any more,

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/store"
+)
+
+func newBedsCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "beds",
+		Short: "Register and remove beds of gardens (works while serve is running)",
+	}
+	cmd.AddCommand(newBedsAddCommand(g), newBedsRemoveCommand(g))
+	return cmd
+}
+
+type bedsAddOptions struct {
+	global *globalOptions
+	garden uint64
+	uuid   string
+	name   string
+}
+
+func newBedsAddCommand(g *globalOptions) *cobra.Command {
+	o := &bedsAddOptions{global: g}
+	cmd := &cobra.Command{
+		Use:     "add",
+		Short:   "Register a spatial-server project as a bed of a garden",
+		Example: `  gardend beds add --garden 3 --uuid 3fa85f64-5717-4562-b3fc-2c963f66afa6 --name "north bed"`,
+		Args:    cobra.NoArgs,
+		RunE:    o.run,
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&o.garden, "garden", 0, "garden id (see gardend inspect gardens)")
+	f.StringVar(&o.uuid, "uuid", "", "project uuid on the spatial data server")
+	f.StringVar(&o.name, "name", "", "bed name (optional)")
+	cmd.MarkFlagRequired("garden")
+	cmd.MarkFlagRequired("uuid")
+	return cmd
+}
+
+func (o *bedsAddOptions) run(cmd *cobra.Command, _ []string) error {
+	if err := requireDatabase(o.global.dataDir); err != nil {
+		return err
+	}
+	var b store.Bed
+	if err := callAdmin(cmd.Context(), o.global.dataDir, "beds.add", server.BedAddArgs{Garden: o.garden, UUID: o.uuid, Name: o.name}, &b); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "added bed %d (project %s) to garden %d\n", b.ID, b.UUID, o.garden)
+	return nil
+}
+
+type bedsRemoveOptions struct {
+	global *globalOptions
+	garden uint64
+	bed    uint64
+}
+
+func newBedsRemoveCommand(g *globalOptions) *cobra.Command {
+	o := &bedsRemoveOptions{global: g}
+	cmd := &cobra.Command{
+		Use:     "remove",
+		Short:   "Remove a bed of a garden",
+		Example: `  gardend beds remove --garden 3 --bed 12`,
+		Args:    cobra.NoArgs,
+		RunE:    o.run,
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&o.garden, "garden", 0, "garden id")
+	f.Uint64Var(&o.bed, "bed", 0, "bed id")
+	cmd.MarkFlagRequired("garden")
+	cmd.MarkFlagRequired("bed")
+	return cmd
+}
+
+func (o *bedsRemoveOptions) run(cmd *cobra.Command, _ []string) error {
+	if err := requireDatabase(o.global.dataDir); err != nil {
+		return err
+	}
+	if err := callAdmin(cmd.Context(), o.global.dataDir, "beds.remove", server.BedRemoveArgs{Garden: o.garden, Bed: o.bed}, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "removed bed %d of garden %d\n", o.bed, o.garden)
+	return nil
+}
