@@ -65,6 +65,16 @@ func (o *userCreateOptions) run(cmd *cobra.Command, _ []string) error {
 	if msg := store.ValidateUsername(o.username); msg != "" {
 		return fmt.Errorf("--username: %s", msg)
 	}
+	// Checked before the password prompt, so a typo does not cost typing it twice.
+	if msg := store.ValidateName(o.firstName); msg != "" {
+		return fmt.Errorf("--first-name: %s", msg)
+	}
+	if msg := store.ValidateName(o.lastName); msg != "" {
+		return fmt.Errorf("--last-name: %s", msg)
+	}
+	if msg := store.ValidateEmail(o.email); msg != "" {
+		return fmt.Errorf("--email: %s", msg)
+	}
 	password, err := readPassword(cmd, o.passwordStdin)
 	if err != nil {
 		return err

@@ -40,6 +40,7 @@ GARDEND_DATA or GARDEND_TOKEN_TTL); a flag on the command line wins.`,
 	root.AddCommand(
 		newServeCommand(g),
 		newAdminCommand(g),
+		newUserCommand(g),
 		newInspectCommand(g),
 		newBedsCommand(g),
 		newVersionCommand(),

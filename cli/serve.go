@@ -28,6 +28,7 @@ type serveOptions struct {
 	trustProxy      bool
 	shutdownTimeout time.Duration
 	demo            bool
+	field           fieldOptions
 }
 
 func newServeCommand(g *globalOptions) *cobra.Command {
@@ -51,9 +52,10 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.StringSliceVar(&o.corsOrigins, "cors-origins", []string{"*"}, "browser origins allowed by CORS (comma-separated; * for any)")
 	f.Int64Var(&o.maxBody, "max-body", server.DefaultMaxBodyBytes, "maximum JSON request body in bytes")
 	f.Int64Var(&o.maxImage, "max-image", server.DefaultMaxImageBytes, "maximum image upload body in bytes")
-	f.BoolVar(&o.trustProxy, "trust-proxy", false, "trust X-Forwarded-Proto/Host from a reverse proxy when building URLs")
+	f.BoolVar(&o.trustProxy, "trust-proxy", false, "trust X-Forwarded-Proto/Host (URLs) and X-Forwarded-For (client address) from a reverse proxy")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to wait for in-flight requests on shutdown")
 	f.BoolVar(&o.demo, "demo", false, "seed a demo account and demo data, and print the credentials")
+	o.field.addFlags(f)
 	return cmd
 }
 
@@ -62,7 +64,10 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{
+	if err := o.field.validate(); err != nil {
+		return err
+	}
+	cfg := server.Config{
 		DataDir:         o.global.dataDir,
 		Addr:            o.addr,
 		TokenTTL:        o.tokenTTL,
@@ -74,7 +79,9 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		AdminSocket:     true,
 		Demo:            o.demo,
 		Logger:          log,
-	})
+	}
+	o.field.apply(&cfg)
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}

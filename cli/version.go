@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"runtime/debug"
 
@@ -19,6 +20,16 @@ func newVersionCommand() *cobra.Command {
 	}
 }
 
+// Stamped with -ldflags -X by .ci/cross-build where the go command cannot stamp VCS
+// information itself: in a linked git worktree it does not find the repository
+// (golang/go#58218). Build information, when present, wins.
+var (
+	stampVersion  string
+	stampRevision string
+	stampTime     string
+	stampModified string
+)
+
 func versionString() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -26,9 +37,15 @@ func versionString() string {
 	}
 	version := info.Main.Version
 	if version == "" || version == "(devel)" {
-		version = "devel"
+		version = cmp.Or(stampVersion, "devel")
 	}
-	rev, at, dirty := "unknown", "", ""
+	rev, at, dirty := cmp.Or(stampRevision, "unknown"), "", ""
+	if stampTime != "" {
+		at = " " + stampTime
+	}
+	if stampModified == "true" {
+		dirty = "+dirty"
+	}
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":

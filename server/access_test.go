@@ -145,6 +145,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 		return func(s scene, _ *world) string { return gardenPath(s.company, s.garden) + suffix }
 	}
 	fixed := func(path string) func(scene, *world) string { return func(scene, *world) string { return path } }
+	// plants addresses the scene's bed under its garden, or under the sibling garden.
+	plants := func(sibling bool) func(scene, *world) string {
+		return func(s scene, _ *world) string {
+			g := s.garden
+			if sibling {
+				g = s.sibling
+			}
+			return gardenPath(s.company, g) + "/beds/" + u64(s.bed) + "/plants"
+		}
+	}
 	grant := func(*world) any { return map[string]string{"username": "target", "permission": "u"} }
 	revoke := func(*world) any { return map[string]string{"username": "target"} }
 	named := func(*world) any { return map[string]string{"name": "new"} }
@@ -199,9 +209,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 			want: [numCallers]int{unauth, missing, missing, missing, missing, missing, missing, missing}},
 		{name: "list beds", method: "GET", path: garden("/beds"),
 			want: [numCallers]int{unauth, missing, ok, ok, ok, ok, missing, ok}},
-		{name: "list plants", method: "GET", path: func(s scene, _ *world) string { return gardenPath(s.company, s.garden) + "/beds/" + u64(s.bed) + "/plants" },
+		{name: "list plants", method: "GET", path: plants(false),
 			want: [numCallers]int{unauth, missing, ok, ok, ok, ok, missing, ok}},
-		{name: "plants of a bed of the sibling garden", method: "GET", path: func(s scene, _ *world) string { return gardenPath(s.company, s.sibling) + "/beds/" + u64(s.bed) + "/plants" },
+		{name: "plants of a bed of the sibling garden", method: "GET", path: plants(true),
 			want: [numCallers]int{unauth, missing, missing, missing, missing, missing, missing, missing}},
 		{name: "malformed id", method: "GET", path: fixed("/companies/01"),
 			want: [numCallers]int{unauth, missing, missing, missing, missing, missing, missing, missing}},

@@ -31,6 +31,10 @@ type registerRequest struct {
 }
 
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Registration == RegistrationClosed {
+		s.writeError(w, r, forbidden("registration is closed; ask an administrator"))
+		return
+	}
 	var req registerRequest
 	if err := decodeJSON(r, &req); err != nil {
 		s.writeError(w, r, err)
@@ -79,6 +83,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	w.Header().Set("Cache-Control", "no-store") // the body is a token
 	writeJSON(w, http.StatusCreated, res)
 }
 
@@ -94,6 +99,12 @@ var errBadCredentials = badRequest("", "unable to log in with the provided crede
 
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	username, password, err := loginCredentials(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Counted before the hash is spent; every failure below keeps the count.
+	attempt, err := s.logins.begin(username, clientAddr(r, s.cfg.TrustProxy))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -116,6 +127,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errBadCredentials)
 		return
 	}
+	attempt.succeeded()
 	res, err := s.loginAs(u.ID)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -124,6 +136,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if ri := infoOf(r); ri != nil {
 		ri.userID = u.ID
 	}
+	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, res)
 }
 

@@ -17,10 +17,10 @@ import (
 // spatialSetup is a demo spatial server, gardend pointed at it with the dataset's
 // recording instant as its clock, and a user owning a garden with one bed per project.
 type spatialSetup struct {
-	ds     *demo.Dataset
-	demo   *demo.Server
-	g      *gardend
-	token  string
+	ds    *demo.Dataset
+	demo  *demo.Server
+	g     *gardend
+	token string
 	farm
 	garden string // farm.path
 }

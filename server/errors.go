@@ -3,7 +3,9 @@ package server
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gardend/gardend/imagestore"
 	"github.com/gardend/gardend/spatial"
@@ -15,6 +17,8 @@ type apiError struct {
 	status int
 	detail string
 	fields map[string]string
+	// retryAfter, when set, is sent as Retry-After (429, 503).
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string { return e.detail }
@@ -38,6 +42,8 @@ type problem struct {
 	Detail    string            `json:"detail,omitempty"`
 	Errors    map[string]string `json:"errors,omitempty"`
 	RequestID string            `json:"request_id,omitempty"`
+	// retryAfter becomes the Retry-After header.
+	retryAfter time.Duration
 }
 
 // writeError is the one place errors become status codes. Anything unrecognised is
@@ -50,6 +56,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", "Token")
+	}
+	if p.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(p.retryAfter), 10))
 	}
 	p.RequestID = requestID(r)
 	writeProblem(w, p)
@@ -64,7 +73,9 @@ func problemFor(err error) problem {
 	)
 	switch {
 	case errors.As(err, &api):
-		return newProblem(api.status, api.detail, api.fields)
+		p := newProblem(api.status, api.detail, api.fields)
+		p.retryAfter = api.retryAfter
+		return p
 	case errors.As(err, &valid):
 		return newProblem(http.StatusBadRequest, valid.Error(), valid.Fields)
 	case errors.As(err, &big):
@@ -117,4 +128,10 @@ func formatBytes(n int64) string {
 		return itoa(n>>10) + " KiB"
 	}
 	return itoa(n) + " bytes"
+}
+
+// retrySeconds rounds up to whole seconds, at least 1: Retry-After has no fractions and
+// "0" would invite an immediate retry that is still refused.
+func retrySeconds(d time.Duration) int64 {
+	return max(1, int64((d+time.Second-1)/time.Second))
 }

@@ -23,9 +23,11 @@ type reqInfo struct {
 
 // Constant header values, shared so hot paths do not allocate a slice per header.
 var (
-	headerNoStore = []string{"no-store"}
-	headerNosniff = []string{"nosniff"}
-	headerJSON    = []string{"application/json; charset=utf-8"}
+	headerNoStore    = []string{"no-store"}
+	headerNosniff    = []string{"nosniff"}
+	headerNoReferrer = []string{"no-referrer"}
+	headerDeny       = []string{"DENY"}
+	headerJSON       = []string{"application/json; charset=utf-8"}
 )
 
 type ctxKey int
@@ -152,6 +154,8 @@ func (s *Server) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h["X-Content-Type-Options"] = headerNosniff
+		h["Referrer-Policy"] = headerNoReferrer
+		h["X-Frame-Options"] = headerDeny
 		origin := r.Header.Get("Origin")
 		if origin == "" {
 			next.ServeHTTP(w, r)

@@ -12,13 +12,53 @@ import (
 // stays (403). The first two happen here, the rest in the store's transaction.
 
 func (s *Server) permissionRoutes() []route {
+	company, garden := s.companyPermissions(), s.gardenPermissions()
+	const c, g = "/companies/:company_id", "/companies/:company_id/gardens/:garden_id"
 	return []route{
-		{method: "POST", path: "/companies/:company_id/createPermission", handler: s.handleCreateCompanyPermission},
-		{method: "POST", path: "/companies/:company_id/removePermission", handler: s.handleRemoveCompanyPermission},
-		{method: "GET", path: "/companies/:company_id/permissions", handler: s.handleListCompanyPermissions},
-		{method: "POST", path: "/companies/:company_id/gardens/:garden_id/createPermission", handler: s.handleCreateGardenPermission},
-		{method: "POST", path: "/companies/:company_id/gardens/:garden_id/removePermission", handler: s.handleRemoveGardenPermission},
-		{method: "GET", path: "/companies/:company_id/gardens/:garden_id/permissions", handler: s.handleListGardenPermissions},
+		{method: "POST", path: c + "/createPermission", handler: s.handleCreatePermission(company)},
+		{method: "POST", path: c + "/removePermission", handler: s.handleRemovePermission(company)},
+		{method: "GET", path: c + "/permissions", handler: s.handleListPermissions(company)},
+		{method: "POST", path: g + "/createPermission", handler: s.handleCreatePermission(garden)},
+		{method: "POST", path: g + "/removePermission", handler: s.handleRemovePermission(garden)},
+		{method: "GET", path: g + "/permissions", handler: s.handleListPermissions(garden)},
+	}
+}
+
+// permissionScope binds the permission endpoints to companies or to gardens, so both
+// kinds share one implementation of the check order.
+type permissionScope struct {
+	// admin resolves the path and requires the caller to administer it (404, 403).
+	admin  func(r *http.Request) (id uint64, err error)
+	set    func(id, actorID uint64, username string, l store.Level) (any, error)
+	remove func(id, actorID uint64, username string) (bool, error)
+	list   func(id uint64) (any, error)
+}
+
+func (s *Server) companyPermissions() permissionScope {
+	return permissionScope{
+		admin: func(r *http.Request) (uint64, error) {
+			c, err := s.adminCompany(r)
+			return c.ID, err
+		},
+		set: func(id, actor uint64, username string, l store.Level) (any, error) {
+			return s.store.SetCompanyPermission(id, actor, username, l)
+		},
+		remove: s.store.RemoveCompanyPermission,
+		list:   func(id uint64) (any, error) { return s.store.CompanyPermissions(id) },
+	}
+}
+
+func (s *Server) gardenPermissions() permissionScope {
+	return permissionScope{
+		admin: func(r *http.Request) (uint64, error) {
+			g, err := s.adminGarden(r)
+			return g.ID, err
+		},
+		set: func(id, actor uint64, username string, l store.Level) (any, error) {
+			return s.store.SetGardenPermission(id, actor, username, l)
+		},
+		remove: s.store.RemoveGardenPermission,
+		list:   func(id uint64) (any, error) { return s.store.GardenPermissions(id) },
 	}
 }
 
@@ -33,102 +73,61 @@ type removedResult struct {
 	Removed bool `json:"removed"`
 }
 
-func (s *Server) handleCreateCompanyPermission(w http.ResponseWriter, r *http.Request) {
-	var req permissionRequest
-	c, err := s.adminCompany(r)
-	if err == nil {
-		err = decodeJSON(r, &req)
-	}
+// adminAndBody resolves the scope (404/403) before reading the body (400).
+func adminAndBody(sc permissionScope, r *http.Request, req *permissionRequest) (uint64, error) {
+	id, err := sc.admin(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, err
 	}
-	p, err := s.store.SetCompanyPermission(c.ID, currentUser(r).ID, req.Username, req.Permission)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, p)
+	return id, decodeJSON(r, req)
 }
 
-func (s *Server) handleRemoveCompanyPermission(w http.ResponseWriter, r *http.Request) {
-	var req permissionRequest
-	c, err := s.adminCompany(r)
-	if err == nil {
-		err = decodeJSON(r, &req)
+func (s *Server) handleCreatePermission(sc permissionScope) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req permissionRequest
+		id, err := adminAndBody(sc, r, &req)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		p, err := sc.set(id, currentUser(r).ID, req.Username, req.Permission)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, p)
 	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	removed, err := s.store.RemoveCompanyPermission(c.ID, currentUser(r).ID, req.Username)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, removedResult{Removed: removed})
 }
 
-func (s *Server) handleListCompanyPermissions(w http.ResponseWriter, r *http.Request) {
-	c, err := s.adminCompany(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+func (s *Server) handleRemovePermission(sc permissionScope) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req permissionRequest
+		id, err := adminAndBody(sc, r, &req)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		removed, err := sc.remove(id, currentUser(r).ID, req.Username)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, removedResult{Removed: removed})
 	}
-	perms, err := s.store.CompanyPermissions(c.ID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, perms)
 }
 
-func (s *Server) handleCreateGardenPermission(w http.ResponseWriter, r *http.Request) {
-	var req permissionRequest
-	g, err := s.adminGarden(r)
-	if err == nil {
-		err = decodeJSON(r, &req)
+func (s *Server) handleListPermissions(sc permissionScope) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := sc.admin(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		perms, err := sc.list(id)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, perms)
 	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	p, err := s.store.SetGardenPermission(g.ID, currentUser(r).ID, req.Username, req.Permission)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, p)
-}
-
-func (s *Server) handleRemoveGardenPermission(w http.ResponseWriter, r *http.Request) {
-	var req permissionRequest
-	g, err := s.adminGarden(r)
-	if err == nil {
-		err = decodeJSON(r, &req)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	removed, err := s.store.RemoveGardenPermission(g.ID, currentUser(r).ID, req.Username)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, removedResult{Removed: removed})
-}
-
-func (s *Server) handleListGardenPermissions(w http.ResponseWriter, r *http.Request) {
-	g, err := s.adminGarden(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	perms, err := s.store.GardenPermissions(g.ID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, perms)
 }

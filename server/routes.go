@@ -56,7 +56,7 @@ func (s *Server) buildHandler() http.Handler {
 		}
 		r.Handler(rt.method, rt.path, limitBody(limit, h))
 	}
-	return s.observe(s.cors(r))
+	return s.observe(s.cors(s.capConcurrency(r)))
 }
 
 // RoutePaths lists "METHOD path" of every route, sorted, in OpenAPI path syntax.

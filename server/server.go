@@ -4,6 +4,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -31,7 +32,8 @@ type Config struct {
 	// MaxBodyBytes limits JSON bodies; MaxImageBytes the image upload body.
 	MaxBodyBytes  int64
 	MaxImageBytes int64
-	// TrustProxy honours X-Forwarded-Proto/Host when building absolute URLs.
+	// TrustProxy honours X-Forwarded-Proto/Host when building absolute URLs, and the
+	// last X-Forwarded-For entry as the client address (login limits).
 	TrustProxy bool
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown.
 	ShutdownTimeout time.Duration
@@ -52,6 +54,20 @@ type Config struct {
 	Spatial spatial.ClientConfig
 	// Clouds tunes the background point-cloud downloads.
 	Clouds CloudConfig
+	// Field hardening (httpserver.go, ratelimit.go); zero values take the defaults.
+	// LoginFailLimit failed logins per LoginFailWindow, per username and per address.
+	LoginFailLimit  int
+	LoginFailWindow time.Duration
+	Registration    RegistrationMode
+	// Timeouts and limits of the HTTP server; MaxConcurrent requests at once, 503 beyond.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+	MaxConcurrent     int
+	// TLSCertFile and TLSKeyFile (PEM) enable HTTPS; both or neither.
+	TLSCertFile, TLSKeyFile string
 	// Now is the clock; time.Now when nil. Tests inject one.
 	Now    func() time.Time
 	Logger zerolog.Logger
@@ -94,24 +110,28 @@ func (c *Config) setDefaults() {
 		c.Now = time.Now
 	}
 	c.Clouds.setDefaults()
+	c.setFieldDefaults()
 }
 
 // Server is the running service.
 type Server struct {
-	cfg    Config
-	log    zerolog.Logger
-	store  *store.Store
-	images *imagestore.Store
-	pw     *store.Passwords
-	admin  *Admin
+	cfg     Config
+	log     zerolog.Logger
+	store   *store.Store
+	images  *imagestore.Store
+	pw      *store.Passwords
+	admin   *Admin
+	handler http.Handler
+	routes  []route
+	// logins limits failed logins; tlsConfig is nil without TLS.
+	logins    *loginLimits
+	tlsConfig *tls.Config
 	// spatial and clouds are nil without a spatial data server.
 	spatial *spatial.Client
 	clouds  *cloudPool
 	demo    *demoSpatial
 	// demoGarden is the demo garden's path, set by Run before Ready.
 	demoGarden string
-	handler    http.Handler
-	routes     []route
 
 	mu    sync.Mutex
 	addr  string
@@ -123,6 +143,13 @@ func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
 	if cfg.DataDir == "" {
 		return nil, errors.New("data directory is required")
+	}
+	if _, err := ParseRegistrationMode(string(cfg.Registration)); err != nil {
+		return nil, err
+	}
+	tlsConfig, err := loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.Now(), cfg.Logger)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
@@ -143,6 +170,9 @@ func New(cfg Config) (*Server, error) {
 		images: images,
 		pw:     store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
 		ready:  make(chan struct{}),
+
+		logins:    newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, loginLimitKeys, cfg.Now),
+		tlsConfig: tlsConfig,
 	}
 	if err := s.sweepImages(); err != nil {
 		st.Close()
@@ -211,22 +241,15 @@ func (s *Server) Run(ctx context.Context) error {
 		bg.Go(func() { s.clouds.run(ctx) })
 	}
 
-	hs := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          newStdLogger(s.log),
-	}
+	hs := s.newHTTPServer(ctx, s.handler)
 	s.mu.Lock()
 	s.addr = ln.Addr().String()
 	s.mu.Unlock()
-	s.log.Info().Str("addr", s.addr).Str("data", s.cfg.DataDir).Msg("listening")
+	s.log.Info().Str("addr", s.addr).Bool("tls", s.tlsConfig != nil).Str("data", s.cfg.DataDir).Msg("listening")
 	close(s.ready)
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- serve(hs, ln) }()
 	select {
 	case err := <-serveErr:
 		cancel()

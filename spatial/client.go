@@ -29,6 +29,9 @@ type ClientConfig struct {
 	// CallTimeout bounds each attempt of a call once it is sent, and separately its wait
 	// for a free slot (MaxInFlight). Default 5s.
 	CallTimeout time.Duration
+	// CloudTimeout bounds each attempt of a point-cloud download: clouds of up to
+	// about 100 MiB need far longer than a small call. Default 2m.
+	CloudTimeout time.Duration
 	// MaxInFlight caps the calls in flight over the whole client. Default 64.
 	MaxInFlight int
 	// CacheTTL is how long answers (project details, measurements, instances, classes,
@@ -51,6 +54,9 @@ type ClientConfig struct {
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = 5 * time.Second
+	}
+	if c.CloudTimeout <= 0 {
+		c.CloudTimeout = 2 * time.Minute
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 64

@@ -240,9 +240,10 @@ func TestBedColdCost(t *testing.T) {
 	if st.MaxInFlight < perPlant*9/10 {
 		t.Errorf("max concurrency %d, want about %d", st.MaxInFlight, perPlant)
 	}
-	// The concurrency above is what shows a single second round; wall time on a shared
-	// two-core machine (other test runs, the race detector) only gets a loose bound.
-	if cold > 2*latency+250*time.Millisecond {
+	// The concurrency above is what shows a single second round. Wall time on a shared
+	// two-core machine under the race detector only gets a loose bound: well below
+	// the calls one after another.
+	if cold > time.Duration(perPlant/2)*latency {
 		t.Errorf("cold bed took %v, want about %v", cold, 2*latency)
 	}
 
@@ -263,8 +264,8 @@ func TestBedColdCost(t *testing.T) {
 }
 
 func TestBedCacheExpiry(t *testing.T) {
-	ds := dataset(3)
-	b := ds.Beds[2]
+	ds := demo.Generate(demo.Options{Seed: 7, Beds: 1, Plants: 12})
+	b := ds.Beds[0]
 	srv := startDemo(t, ds, demo.ServerOptions{})
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -334,7 +335,7 @@ func TestBedCollapsesConcurrentCalls(t *testing.T) {
 }
 
 func TestBedMaxInFlight(t *testing.T) {
-	ds := dataset(2)
+	ds := demo.Generate(demo.Options{Seed: 7, Beds: 2, Plants: 12})
 	srv := startDemo(t, ds, demo.ServerOptions{Latency: 5 * time.Millisecond})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{MaxInFlight: 4})
 	for r := range c.Beds(context.Background(), ds.ProjectUUIDs()[:2]) {
@@ -384,7 +385,7 @@ func TestBedErrors(t *testing.T) {
 			if strings.Contains(err.Error(), "127.0.0.1") {
 				t.Errorf("%q leaks the server address", err)
 			}
-			if d := time.Since(start); d > time.Second {
+			if d := time.Since(start); d > 2*time.Second {
 				t.Errorf("took %v", d)
 			}
 		})

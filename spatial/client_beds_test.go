@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +20,9 @@ import (
 // TestBedsOrder: results come in input order, each as soon as it and the earlier ones
 // are ready; a slow or failing bed holds the later ones back at most until its deadline.
 func TestBedsOrder(t *testing.T) {
-	const timeout = time.Second
+	// Generous: under the race detector, on a small machine shared with other test
+	// runs, a call can stall for most of a second.
+	const timeout = 3 * time.Second
 	// Small beds: this test is about timing, and a few hundred calls at once under the
 	// race detector on a small machine take long enough to blur it.
 	ds := demo.Generate(demo.Options{Seed: 7, Beds: 5, Plants: 12})
@@ -33,7 +37,7 @@ func TestBedsOrder(t *testing.T) {
 	}{
 		{"all fine", 0, false, nil, 0},
 		{"slow within deadline", 400 * time.Millisecond, false, nil, 2 * 400 * time.Millisecond},
-		{"slow beyond deadline", 5 * time.Second, false, map[int]error{1: spatial.ErrUnavailable}, timeout},
+		{"slow beyond deadline", 20 * time.Second, false, map[int]error{1: spatial.ErrUnavailable}, timeout},
 		{"failing bed", 0, true, map[int]error{3: spatial.ErrUnavailable}, 0},
 		{"slow and failing", 400 * time.Millisecond, true, map[int]error{3: spatial.ErrUnavailable}, 2 * 400 * time.Millisecond},
 	}
@@ -85,7 +89,8 @@ func TestBedsOrder(t *testing.T) {
 			if arrived[0] > arrived[1]-200*time.Millisecond {
 				t.Errorf("bed 0 (%v) was held back by bed 1 (%v)", arrived[0], arrived[1])
 			}
-			if arrived[1] > tt.due+base+200*time.Millisecond {
+			// What matters is that bed 1 does not wait for its 20 s latency.
+			if arrived[1] > tt.due+base+time.Second {
 				t.Errorf("bed 1 arrived after %v, due after %v", arrived[1], tt.due)
 			}
 			if last := arrived[len(arrived)-1]; last-arrived[1] > 150*time.Millisecond {
@@ -121,7 +126,7 @@ func TestBedsCancel(t *testing.T) {
 		n++
 		t.Logf("result after cancel: %d %v", r.Index, r.Err)
 	}
-	if d := time.Since(start); d > 300*time.Millisecond {
+	if d := time.Since(start); d > time.Second {
 		t.Errorf("channel closed %v after cancel", d)
 	}
 	eventually(t, "server to see the cancellations", func() bool {
@@ -179,12 +184,13 @@ func TestServerDown(t *testing.T) {
 		return l.Addr().String()
 	}
 	tests := []struct {
-		name string
-		addr func(*testing.T) string
-		code codes.Code
+		name  string
+		addr  func(*testing.T) string
+		codes []codes.Code
 	}{
-		{"connection refused", refused, codes.Unavailable},
-		{"no answer", silent, codes.DeadlineExceeded},
+		// The retry of a refused call may meet the channel reconnecting, and wait.
+		{"connection refused", refused, []codes.Code{codes.Unavailable, codes.DeadlineExceeded}},
+		{"no answer", silent, []codes.Code{codes.DeadlineExceeded}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,10 +198,10 @@ func TestServerDown(t *testing.T) {
 			start := time.Now()
 			_, err := c.Bed(context.Background(), "some-project")
 			took := time.Since(start)
-			if !errors.Is(err, spatial.ErrUnavailable) || status.Code(err) != tt.code {
-				t.Fatalf("err %v (code %v), want ErrUnavailable with %v", err, status.Code(err), tt.code)
+			if !errors.Is(err, spatial.ErrUnavailable) || !slices.Contains(tt.codes, status.Code(err)) {
+				t.Fatalf("err %v (code %v), want ErrUnavailable with %v", err, status.Code(err), tt.codes)
 			}
-			if took > timeout+300*time.Millisecond {
+			if took > timeout+700*time.Millisecond {
 				t.Errorf("took %v, CallTimeout is %v", took, timeout)
 			}
 			t.Logf("%v after %v", err, took)
@@ -207,7 +213,8 @@ func TestServerDown(t *testing.T) {
 // TestFailRate: injected Unavailable answers surface as ErrUnavailable (after the
 // retry), and with retries most beds still come through correct.
 func TestFailRate(t *testing.T) {
-	ds := dataset(3)
+	const rounds = 4
+	ds := demo.Generate(demo.Options{Seed: 7, Beds: 3, Plants: 12})
 	tests := []struct {
 		name      string
 		rate      float64
@@ -217,15 +224,17 @@ func TestFailRate(t *testing.T) {
 	}{
 		{"always failing", 1, 2, false, true},
 		{"never failing", 0, 1, true, false},
-		{"some failing, no retry", 0.02, 1, false, false},
-		{"some failing, retried", 0.02, 2, false, false},
+		// 3% of ~30 calls: a bed fails more often than not without retries, and
+		// rarely with them (a call fails twice with probability 0.0009).
+		{"some failing, no retry", 0.03, 1, false, false},
+		{"some failing, retried", 0.03, 2, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := startDemo(t, ds, demo.ServerOptions{FailRate: tt.rate, Seed: 3})
 			c := dial(t, srv.Addr(), spatial.ClientConfig{Attempts: tt.attempts, CacheTTL: spatial.CacheDisabled})
 			ok, failed := 0, 0
-			for round := 0; round < 2; round++ {
+			for round := 0; round < rounds; round++ {
 				for r := range c.Beds(context.Background(), ds.ProjectUUIDs()) {
 					if r.Err != nil {
 						failed++
@@ -251,13 +260,58 @@ func TestFailRate(t *testing.T) {
 				// is random (all of them, at times); that each failure fails its bed is not.
 				t.Errorf("without retries an injected failure fails its bed: ok %d failed %d, injected %d", ok, failed, st.Injected)
 			case tt.attempts == 2 && tt.rate < 0.1 && failed > 3:
-				// 2% of calls fail twice with probability 0.0004: a bed of ~70 calls
-				// fails about 3% of the time.
+				// A bed fails about 3% of the time: four of twelve is all but impossible.
 				t.Errorf("retries should save most beds: ok %d failed %d", ok, failed)
 			}
-			if tt.rate == 1 && st.Calls[mDetails] != int64(2*2*len(ds.Beds)) {
+			if tt.rate == 1 && st.Calls[mDetails] != int64(2*rounds*len(ds.Beds)) {
 				t.Errorf("details calls %d, want two attempts per bed", st.Calls[mDetails])
 			}
 		})
 	}
+}
+
+// TestBedFailsFast: the first real failure of a bed's second round ends the bed at
+// once and cancels its other calls, on the server too, leaving no goroutine behind.
+func TestBedFailsFast(t *testing.T) {
+	ds := dataset(1)
+	b := &ds.Beds[0]
+	srv := startDemo(t, ds, demo.ServerOptions{})
+	c := dial(t, srv.Addr(), spatial.ClientConfig{CacheTTL: spatial.CacheDisabled})
+	if _, err := c.Bed(context.Background(), b.ProjectUUID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	base := runtime.NumGoroutine()
+
+	// Classes fail at once; everything but the details hangs for 20 s.
+	srv.SetHook(func(method, _ string) (time.Duration, error) {
+		switch method {
+		case mDetails:
+			return 0, nil
+		case mClass:
+			return 0, status.Error(codes.Internal, "class table corrupt")
+		}
+		return 20 * time.Second, nil
+	})
+	defer srv.SetHook(nil)
+	srv.ResetStats()
+	start := time.Now()
+	_, err := c.Bed(context.Background(), b.ProjectUUID)
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "GetClass") ||
+		!strings.Contains(err.Error(), "class table corrupt") || errors.Is(err, spatial.ErrUnavailable) {
+		t.Fatalf("err %v, want the class failure", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+	// Every hanging call that reached the server is cancelled there (calls cancelled
+	// before they were sent never reach it).
+	eventually(t, "server to see the cancellations", func() bool {
+		st := srv.Stats()
+		return st.InFlight == 0 && st.Cancelled == st.Calls[mMeasurement]+st.Calls[mInstance]+st.Calls[mTransform]
+	})
+	if st := srv.Stats(); st.Cancelled == 0 {
+		t.Errorf("no call cancelled: %+v", st)
+	}
+	settleGoroutines(t, base)
 }

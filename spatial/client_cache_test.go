@@ -53,7 +53,7 @@ func TestTTLCache(t *testing.T) {
 				}
 			}
 			for _, k := range []string{"old", "0", "a", "b", "c", "1", "2", "3"} {
-				if _, ok := c.get(k); ok && !contains(tt.want, k) {
+				if _, ok := c.get(k); ok && !cacheHas(tt.want, k) {
 					t.Errorf("%s present", k)
 				}
 			}
@@ -73,7 +73,7 @@ func TestTTLCacheNil(t *testing.T) {
 	c.reset()
 }
 
-func contains(s []string, k string) bool {
+func cacheHas(s []string, k string) bool {
 	for _, v := range s {
 		if v == k {
 			return true

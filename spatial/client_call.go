@@ -69,14 +69,14 @@ func (e *CallError) Unwrap() []error {
 func (e *CallError) GRPCStatus() *status.Status { return status.Convert(e.Err) }
 
 // invoke sends one unary RPC. It waits for a free slot (at most CallTimeout), then
-// gives the call its own CallTimeout deadline, so time spent queueing behind other
+// gives the call its own deadline (timeout), so time spent queueing behind other
 // beds' calls is not charged to a healthy server. An Unavailable answer is tried again
 // (Attempts), each attempt with a fresh slot and deadline: such answers come fast.
-func (c *Client) invoke(ctx context.Context, method, target string, req, resp proto.Message) error {
+func (c *Client) invoke(ctx context.Context, method, target string, timeout time.Duration, req, resp proto.Message) error {
 	var err error
 	queued := false
 	for attempt := 1; ; attempt++ {
-		queued, err = c.invokeOnce(ctx, method, req, resp)
+		queued, err = c.invokeOnce(ctx, method, timeout, req, resp)
 		if err == nil {
 			return nil
 		}
@@ -100,11 +100,11 @@ func (c *Client) invoke(ctx context.Context, method, target string, req, resp pr
 	if errors.Is(err, context.DeadlineExceeded) {
 		code, err = codes.DeadlineExceeded, status.FromContextError(err).Err()
 	}
-	return &CallError{Method: method, Target: target, Code: code, Err: err, timeout: c.cfg.CallTimeout, queued: queued}
+	return &CallError{Method: method, Target: target, Code: code, Err: err, timeout: timeout, queued: queued}
 }
 
 // invokeOnce makes one attempt; queued reports that it failed waiting for a slot.
-func (c *Client) invokeOnce(ctx context.Context, method string, req, resp proto.Message) (queued bool, err error) {
+func (c *Client) invokeOnce(ctx context.Context, method string, timeout time.Duration, req, resp proto.Message) (queued bool, err error) {
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	select {
 	case c.sem <- struct{}{}:
@@ -116,12 +116,16 @@ func (c *Client) invokeOnce(ctx context.Context, method string, req, resp proto.
 	defer func() { <-c.sem }()
 	n := c.inFlight.Add(1)
 	defer c.inFlight.Add(-1)
-	for m := c.maxInFlight.Load(); n > m && !c.maxInFlight.CompareAndSwap(m, n); m = c.maxInFlight.Load() {
+	// Raise the maximum to n unless another call raised it further meanwhile.
+	for m := c.maxInFlight.Load(); n > m; m = c.maxInFlight.Load() {
+		if c.maxInFlight.CompareAndSwap(m, n) {
+			break
+		}
 	}
 	c.callsMu.Lock()
 	c.calls[method]++
 	c.callsMu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return false, c.conn.Invoke(cctx, method, req, resp)
 }
@@ -142,7 +146,7 @@ func fetch[T proto.Message](c *Client, ctx context.Context, key, method, target 
 	}
 	v, err, joined := c.flight.do(ctx, key, func(fctx context.Context) (any, error) {
 		resp := newResp()
-		if err := c.invoke(fctx, method, target, req, resp); err != nil {
+		if err := c.invoke(fctx, method, target, c.cfg.CallTimeout, req, resp); err != nil {
 			if errors.Is(err, ErrNotFound) {
 				c.cache.put(key, notFoundAnswer{err})
 			}

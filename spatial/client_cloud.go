@@ -10,11 +10,12 @@ import (
 
 // PointCloud downloads one point cloud. Clouds are large and read once (the position
 // computed from one is kept by the caller), so they are neither cached nor shared
-// between callers. Call it from background work, not on a request's path.
+// between callers. Call it from background work, not on a request's path. Its
+// deadline is CloudTimeout, not CallTimeout.
 func (c *Client) PointCloud(ctx context.Context, projectUUID, cloudUUID string) (cloud.PointCloud, error) {
 	var pc seerep.PointCloud2
 	err := c.invoke(ctx, seerep.PointCloudService_GetPointCloud2ByUUID_FullMethodName,
-		"point cloud "+cloudUUID+" of project "+projectUUID,
+		"point cloud "+cloudUUID+" of project "+projectUUID, c.cfg.CloudTimeout,
 		&seerep.GeometryQuery{Projectuuid: projectUUID, Geometryuuid: cloudUUID}, &pc)
 	if err != nil {
 		return cloud.PointCloud{}, err

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,19 @@ func TestPointCloud(t *testing.T) {
 		t.Errorf("%d cloud calls for %d clouds", n, fetched)
 	}
 
+	t.Run("CloudTimeout, not CallTimeout", func(t *testing.T) {
+		c := dial(t, srv.Addr(), spatial.ClientConfig{CallTimeout: 20 * time.Millisecond, CloudTimeout: 2 * time.Second})
+		srv.SetProjectLatency(b.ProjectUUID, 100*time.Millisecond)
+		defer srv.SetProjectLatency(b.ProjectUUID, 0)
+		if _, err := c.PointCloud(context.Background(), b.ProjectUUID, b.Plants[1].CloudUUID); err != nil {
+			t.Errorf("slow cloud within CloudTimeout: %v", err)
+		}
+		c = dial(t, srv.Addr(), spatial.ClientConfig{CloudTimeout: 50 * time.Millisecond})
+		_, err := c.PointCloud(context.Background(), b.ProjectUUID, b.Plants[1].CloudUUID)
+		if !errors.Is(err, spatial.ErrUnavailable) || !strings.Contains(err.Error(), "no answer within 50ms") {
+			t.Errorf("err %v, want ErrUnavailable after 50ms", err)
+		}
+	})
 	t.Run("unknown cloud", func(t *testing.T) {
 		_, err := c.PointCloud(context.Background(), b.ProjectUUID, "nope")
 		if !errors.Is(err, spatial.ErrNotFound) {

@@ -9,23 +9,23 @@ import (
 	seerep "github.com/gardend/gardend/proto"
 )
 
-func dbl(v float64) *seerep.MeasurementData {
+func mdDouble(v float64) *seerep.MeasurementData {
 	return &seerep.MeasurementData{Data: &seerep.MeasurementData_DoubleData{DoubleData: v}}
 }
-func i64(v int64) *seerep.MeasurementData {
+func mdInt(v int64) *seerep.MeasurementData {
 	return &seerep.MeasurementData{Data: &seerep.MeasurementData_Int64Data{Int64Data: v}}
 }
-func u64(v uint64) *seerep.MeasurementData {
+func mdUint(v uint64) *seerep.MeasurementData {
 	return &seerep.MeasurementData{Data: &seerep.MeasurementData_Uint64Data{Uint64Data: v}}
 }
-func str(v string) *seerep.MeasurementData {
+func mdString(v string) *seerep.MeasurementData {
 	return &seerep.MeasurementData{Data: &seerep.MeasurementData_StringData{StringData: v}}
 }
-func boo(v bool) *seerep.MeasurementData {
+func mdBool(v bool) *seerep.MeasurementData {
 	return &seerep.MeasurementData{Data: &seerep.MeasurementData_BoolData{BoolData: v}}
 }
 
-func fp(v float64) *float64 { return &v }
+func cvFloat(v float64) *float64 { return &v }
 
 func TestApplyMeasurement(t *testing.T) {
 	tests := []struct {
@@ -34,45 +34,45 @@ func TestApplyMeasurement(t *testing.T) {
 		want Plant
 	}{
 		{"all present", map[string]*seerep.MeasurementData{
-			"humidity": dbl(0.4), "approx_yield": dbl(1.5), "growth_state": dbl(0.5), "status": str("vegetating"),
-			"health_0_type": str("water"), "health_0_level": i64(3),
-			"health_1_type": str("nutrients"), "health_1_level": i64(0),
-			"health_2_type": str("diseases"), "health_2_level": i64(5),
-		}, Plant{Humidity: fp(0.4), Yield: fp(1.5), GrowthState: fp(0.5), Status: "vegetating",
+			"humidity": mdDouble(0.4), "approx_yield": mdDouble(1.5), "growth_state": mdDouble(0.5), "status": mdString("vegetating"),
+			"health_0_type": mdString("water"), "health_0_level": mdInt(3),
+			"health_1_type": mdString("nutrients"), "health_1_level": mdInt(0),
+			"health_2_type": mdString("diseases"), "health_2_level": mdInt(5),
+		}, Plant{Humidity: cvFloat(0.4), Yield: cvFloat(1.5), GrowthState: cvFloat(0.5), Status: "vegetating",
 			Health: []Health{{"water", 3}, {"nutrients", 0}, {"diseases", 5}}}},
 		{"nothing", nil, Plant{}},
-		{"zero is a value", map[string]*seerep.MeasurementData{"humidity": dbl(0), "growth_state": i64(0)},
-			Plant{Humidity: fp(0), GrowthState: fp(0)}},
-		{"integers for doubles", map[string]*seerep.MeasurementData{"humidity": i64(1), "approx_yield": u64(3)},
-			Plant{Humidity: fp(1), Yield: fp(3)}},
+		{"zero is a value", map[string]*seerep.MeasurementData{"humidity": mdDouble(0), "growth_state": mdInt(0)},
+			Plant{Humidity: cvFloat(0), GrowthState: cvFloat(0)}},
+		{"integers for doubles", map[string]*seerep.MeasurementData{"humidity": mdInt(1), "approx_yield": mdUint(3)},
+			Plant{Humidity: cvFloat(1), Yield: cvFloat(3)}},
 		{"garbage is missing", map[string]*seerep.MeasurementData{
-			"humidity": str("wet"), "approx_yield": boo(true), "growth_state": {}, "status": dbl(1),
+			"humidity": mdString("wet"), "approx_yield": mdBool(true), "growth_state": {}, "status": mdDouble(1),
 		}, Plant{}},
 		{"non-finite is missing", map[string]*seerep.MeasurementData{
-			"humidity": dbl(math.NaN()), "approx_yield": dbl(math.Inf(1)), "growth_state": dbl(math.Inf(-1)),
+			"humidity": mdDouble(math.NaN()), "approx_yield": mdDouble(math.Inf(1)), "growth_state": mdDouble(math.Inf(-1)),
 		}, Plant{}},
-		{"nil data is missing", map[string]*seerep.MeasurementData{"humidity": nil, "health_0_type": nil, "health_0_level": i64(1)},
+		{"nil data is missing", map[string]*seerep.MeasurementData{"humidity": nil, "health_0_type": nil, "health_0_level": mdInt(1)},
 			Plant{}},
 		{"health needs both halves", map[string]*seerep.MeasurementData{
-			"health_0_type":  str("water"),
-			"health_1_level": i64(2),
-			"health_2_type":  str("diseases"), "health_2_level": i64(1),
+			"health_0_type":  mdString("water"),
+			"health_1_level": mdInt(2),
+			"health_2_type":  mdString("diseases"), "health_2_level": mdInt(1),
 		}, Plant{Health: []Health{{"diseases", 1}}}},
 		{"health levels: integral doubles and uint64 count, others do not", map[string]*seerep.MeasurementData{
-			"health_0_type": str("water"), "health_0_level": dbl(2),
-			"health_1_type": str("nutrients"), "health_1_level": dbl(2.5),
-			"health_2_type": str("diseases"), "health_2_level": u64(math.MaxUint64),
+			"health_0_type": mdString("water"), "health_0_level": mdDouble(2),
+			"health_1_type": mdString("nutrients"), "health_1_level": mdDouble(2.5),
+			"health_2_type": mdString("diseases"), "health_2_level": mdUint(math.MaxUint64),
 		}, Plant{Health: []Health{{"water", 2}}}},
 		{"health: empty or non-string type", map[string]*seerep.MeasurementData{
-			"health_0_type": str(""), "health_0_level": i64(2),
-			"health_1_type": i64(7), "health_1_level": i64(2),
-			"health_2_type": str("frost"), "health_2_level": i64(4),
+			"health_0_type": mdString(""), "health_0_level": mdInt(2),
+			"health_1_type": mdInt(7), "health_1_level": mdInt(2),
+			"health_2_type": mdString("frost"), "health_2_level": mdInt(4),
 		}, Plant{Health: []Health{{"frost", 4}}}},
 		{"health index 3 is not read", map[string]*seerep.MeasurementData{
-			"health_3_type": str("water"), "health_3_level": i64(1),
+			"health_3_type": mdString("water"), "health_3_level": mdInt(1),
 		}, Plant{}},
 		{"huge double level", map[string]*seerep.MeasurementData{
-			"health_0_type": str("water"), "health_0_level": dbl(1e19),
+			"health_0_type": mdString("water"), "health_0_level": mdDouble(1e19),
 		}, Plant{}},
 	}
 	for _, tt := range tests {
@@ -96,12 +96,12 @@ func TestApplyInstanceAndClass(t *testing.T) {
 		variety string
 		planted *time.Time
 	}{
-		{"both", &seerep.InstanceInfos{Name: "mangold", Attributes: map[string]*seerep.MeasurementData{"planting_date": i64(planted.Unix())}},
-			&seerep.ClassInfos{Attributes: map[string]*seerep.MeasurementData{"variety": str("Lucullus")}}, "mangold", "Lucullus", &planted},
-		{"date as double", &seerep.InstanceInfos{Name: "x", Attributes: map[string]*seerep.MeasurementData{"planting_date": dbl(float64(planted.Unix()))}},
+		{"both", &seerep.InstanceInfos{Name: "mangold", Attributes: map[string]*seerep.MeasurementData{"planting_date": mdInt(planted.Unix())}},
+			&seerep.ClassInfos{Attributes: map[string]*seerep.MeasurementData{"variety": mdString("Lucullus")}}, "mangold", "Lucullus", &planted},
+		{"date as double", &seerep.InstanceInfos{Name: "x", Attributes: map[string]*seerep.MeasurementData{"planting_date": mdDouble(float64(planted.Unix()))}},
 			&seerep.ClassInfos{}, "x", "", &planted},
-		{"garbage", &seerep.InstanceInfos{Attributes: map[string]*seerep.MeasurementData{"planting_date": str("yesterday")}},
-			&seerep.ClassInfos{Attributes: map[string]*seerep.MeasurementData{"variety": i64(3)}}, "", "", nil},
+		{"garbage", &seerep.InstanceInfos{Attributes: map[string]*seerep.MeasurementData{"planting_date": mdString("yesterday")}},
+			&seerep.ClassInfos{Attributes: map[string]*seerep.MeasurementData{"variety": mdInt(3)}}, "", "", nil},
 		{"empty messages", &seerep.InstanceInfos{}, &seerep.ClassInfos{}, "", "", nil},
 	}
 	for _, tt := range tests {

@@ -148,5 +148,3 @@ func eventually(tb testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

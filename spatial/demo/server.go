@@ -41,6 +41,7 @@ type Server struct {
 	rng         *rand.Rand
 	projLatency map[string]time.Duration
 	projFail    map[string]codes.Code
+	hook        func(method, project string) (time.Duration, error)
 	addr        net.Addr
 	stats       ServerStats
 }
@@ -165,6 +166,15 @@ func (s *Server) FailProject(projectUUID string, code codes.Code) {
 	s.mu.Unlock()
 }
 
+// SetHook installs f (nil removes it), called at the start of every later call with
+// the call's full method name and project: a non-nil error fails the call at once,
+// a positive delay adds to its latency. Tests use it to single out one method.
+func (s *Server) SetHook(f func(method, project string) (time.Duration, error)) {
+	s.mu.Lock()
+	s.hook = f
+	s.mu.Unlock()
+}
+
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() ServerStats {
 	s.mu.Lock()
@@ -221,6 +231,17 @@ func (s *Server) inject(ctx context.Context, project string) error {
 	s.mu.Lock()
 	d := s.latency + s.projLatency[project]
 	fail := s.projFail[project]
+	hook := s.hook
+	s.mu.Unlock()
+	if hook != nil {
+		method, _ := grpc.Method(ctx)
+		extra, err := hook(method, project)
+		if err != nil {
+			return err
+		}
+		d += extra
+	}
+	s.mu.Lock()
 	if fail == codes.OK && s.failRate > 0 && s.rng.Float64() < s.failRate {
 		fail = codes.Unavailable
 	}

@@ -1,0 +1,29 @@
+package server
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// clientAddr is the address of the client: the TCP peer, or with trustProxy the last
+// X-Forwarded-For entry, the one our own proxy appended (earlier entries are whatever
+// the client chose to send). It is the zero Addr when neither parses.
+func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
+	if trustProxy {
+		if vs := r.Header.Values("X-Forwarded-For"); len(vs) > 0 {
+			last := vs[len(vs)-1]
+			if i := strings.LastIndexByte(last, ','); i >= 0 {
+				last = last[i+1:]
+			}
+			if a, err := netip.ParseAddr(strings.TrimSpace(last)); err == nil {
+				return a.Unmap()
+			}
+		}
+	}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr().Unmap()
+	}
+	a, _ := netip.ParseAddr(r.RemoteAddr)
+	return a.Unmap()
+}

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+)
+
+// HTTP server defaults. The read and write timeouts leave room for a 64 MiB image over
+// a slow farm uplink; the others only have to outlast well-behaved clients.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 2 * time.Minute
+	DefaultWriteTimeout      = 2 * time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultMaxConcurrent     = 512
+)
+
+// setFieldDefaults fills the hardening fields of Config (called by setDefaults).
+func (c *Config) setFieldDefaults() {
+	if c.LoginFailLimit <= 0 {
+		c.LoginFailLimit = DefaultLoginFailLimit
+	}
+	if c.LoginFailWindow <= 0 {
+		c.LoginFailWindow = DefaultLoginFailWindow
+	}
+	if c.Registration == "" {
+		c.Registration = RegistrationOpen
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxHeaderBytes <= 0 {
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if c.MaxConcurrent <= 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+}
+
+// newHTTPServer applies the configured timeouts and limits (and TLS) to h.
+func (s *Server) newHTTPServer(ctx context.Context, h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
+		TLSConfig:         s.tlsConfig.Clone(), // ServeTLS adds its ALPN protocols to it
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          newStdLogger(s.log),
+	}
+}
+
+// serve serves hs on ln, over TLS when it is configured.
+func serve(hs *http.Server, ln net.Listener) error {
+	if hs.TLSConfig != nil {
+		return hs.ServeTLS(ln, "", "") // certificates come from hs.TLSConfig
+	}
+	return hs.Serve(ln)
+}
+
+// extendWriteDeadline gives a streaming response another WriteTimeout from now.
+// Streaming handlers (the NDJSON beds listing) call it before writing each line: the
+// stream may run as long as it makes progress, while a client that stops reading is
+// still cut off one WriteTimeout later. Deadlines are wall-clock, so Config.Now is
+// not used.
+func (s *Server) extendWriteDeadline(w http.ResponseWriter) error {
+	return setWriteDeadline(w, time.Now().Add(s.cfg.WriteTimeout))
+}
+
+// noWriteDeadline lifts the write deadline for the rest of the response. Prefer
+// extendWriteDeadline: without any deadline a client that stops reading holds its
+// connection and a concurrency slot until the TCP connection dies.
+func noWriteDeadline(w http.ResponseWriter) error {
+	return setWriteDeadline(w, time.Time{})
+}
+
+func setWriteDeadline(w http.ResponseWriter, t time.Time) error {
+	err := http.NewResponseController(w).SetWriteDeadline(t)
+	if errors.Is(err, http.ErrNotSupported) {
+		return nil // no connection underneath (httptest.ResponseRecorder): nothing to move
+	}
+	return err
+}
