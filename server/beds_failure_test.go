@@ -188,13 +188,10 @@ func TestBedsStreamClientCancel(t *testing.T) {
 	cancel()
 	res.Body.Close()
 	tr.CloseIdleConnections()
-	deadline := time.Now().Add(10 * time.Second)
-	for st := ss.demo.Stats(); st.Cancelled == 0 || st.InFlight > 0; st = ss.demo.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("demo server: %d cancelled, %d in flight", st.Cancelled, st.InFlight)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, "the demo server to see the calls cancelled", func() bool {
+		st := ss.demo.Stats()
+		return st.Cancelled > 0 && st.InFlight == 0
+	})
 	if n := settledGoroutines(base, 10*time.Second); n > base {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines, %d before the stream:\n%s", n, base, buf[:runtime.Stack(buf, true)])

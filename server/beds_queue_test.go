@@ -17,31 +17,43 @@ import (
 // TestCloudQueueResumesAfterRestart: downloads cut short by a shutdown stay queued
 // without a counted attempt, and a restarted server works them off.
 func TestCloudQueueResumesAfterRestart(t *testing.T) {
-	ss := newSpatialSetup(t, demo.Options{Seed: 3, Beds: 1, Plants: 12}, demo.ServerOptions{})
-	// Every call is slow now: the plants request takes two round trips, and then each
-	// download takes as long, with two at a time, so most are still queued when the
-	// server stops right after the request.
-	ss.demo.SetLatency(300 * time.Millisecond)
-	ss.g.must(200, "GET", ss.garden+"/beds/"+u64(ss.beds[0])+"/plants", ss.token, nil)
+	ss := newSpatialSetup(t, demo.Options{Seed: 3, Beds: 2, Plants: 12}, demo.ServerOptions{})
+	// Downloads hang (until cancelled); everything else answers at once.
+	ss.demo.SetHook(func(method, _ string) (time.Duration, error) {
+		if method == mCloud {
+			return time.Hour, nil
+		}
+		return 0, nil
+	})
+	ss.g.streamBeds(ss.garden, ss.token)
+	eventually(t, "downloads in progress", func() bool { return ss.demo.Stats().InFlight > 0 })
 	ss.g.halt()
 	jobs := openStoreJobs(t, ss.g.cfg.DataDir)
-	if len(jobs) == 0 {
-		t.Fatal("nothing queued at shutdown")
+	want := 0
+	for _, b := range ss.ds.Beds {
+		_, positions := expectPositions(t, ss.ds, b.ProjectUUID)
+		for _, p := range positions {
+			if p != nil {
+				want++
+			}
+		}
+	}
+	if len(jobs) != want {
+		t.Fatalf("%d jobs queued at shutdown, want %d", len(jobs), want)
 	}
 	for _, j := range jobs {
 		if j.Attempts != 0 || j.Failed || j.LastError != "" {
 			t.Errorf("an interrupted download counted as an attempt: %+v", j)
 		}
 	}
+	if st := ss.demo.Stats(); st.Cancelled == 0 {
+		t.Error("no download was in progress at shutdown")
+	}
 
-	ss.demo.SetLatency(0)
+	ss.demo.SetHook(nil)
 	ss.g.start()
 	ss.g.waitClouds()
-	lines := ss.g.streamBeds(ss.garden, ss.token)
-	ss.checkBedLines(t, lines, true)
-	if len(lines[0].PlantCoords) == 0 {
-		t.Fatal("no positions after the restart")
-	}
+	ss.checkBedLines(t, ss.g.streamBeds(ss.garden, ss.token), true)
 }
 
 // openStoreJobs reads the queue of a stopped server's data directory.

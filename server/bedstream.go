@@ -2,9 +2,7 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
-	"time"
 
 	"github.com/gardend/gardend/store"
 )
@@ -30,10 +28,6 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	// A large garden on a slow server may take longer than any write timeout allows.
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.log.Warn().Err(err).Str("request_id", requestID(r)).Msg("lift the write deadline of the beds stream")
-	}
 	h := w.Header()
 	h.Set("Content-Type", "application/x-ndjson")
 	h["Cache-Control"] = headerNoStore
@@ -70,6 +64,11 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			s.log.Error().Err(err).Uint64("bed_id", b.ID).Msg("encode bed")
 			line, _ = appendJSONLine(line[:0], bedJSON{ID: b.ID, Plants: url, Error: "the bed's data could not be encoded"})
+		}
+		// A large garden may stream for longer than the write timeout; it may go on as
+		// long as lines go out, and a client that stops reading is still cut off.
+		if err := s.extendWriteDeadline(w); err != nil {
+			return
 		}
 		if _, err := w.Write(line); err != nil {
 			return // the client went away; r.Context() cancels the rest

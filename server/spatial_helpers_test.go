@@ -272,3 +272,16 @@ func (l bedLine) has(key string) bool {
 	}
 	return false
 }
+
+// eventually polls cond until it holds, failing the test after 10 s: for states of
+// other processes (the demo server's counters) that have no event to wait on.
+func eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
