@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -34,7 +35,10 @@ func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
 		}
 		// A socket nobody answers on is left over from a crashed server: fall through.
 	}
-	return directCall(ctx, dataDir, op, body, func(res any) error {
+	return directCall(ctx, dataDir, op, body, nil, func(res any) error {
+		if _, ok := res.(server.StreamResult); ok {
+			return fmt.Errorf("operation %s streams its answer; it cannot be decoded as JSON", op)
+		}
 		if out == nil {
 			return nil
 		}
@@ -46,8 +50,66 @@ func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
 	})
 }
 
-// directCall opens the database itself (no server running) and runs op.
-func directCall(ctx context.Context, dataDir, op string, args []byte, use func(any) error) error {
+// callAdminStream runs an operation that answers with NDJSON lines, handing each line
+// to onLine as it comes: through the socket, or in process once prepare (when not
+// nil) has given the Admin what the operation needs there and returned its clean-up.
+func callAdminStream(ctx context.Context, dataDir, op string, args any, prepare func(*server.Admin) (func(), error), onLine func([]byte) error) error {
+	body, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	sock := server.AdminSocketPath(dataDir)
+	if _, err := os.Stat(sock); err == nil {
+		resp, err := socketCall(ctx, sock, op, body)
+		if err == nil {
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return decodeAdminResponse(resp, nil)
+			}
+			return eachLine(resp.Body, onLine)
+		}
+	}
+	return directCall(ctx, dataDir, op, body, prepare, func(res any) error {
+		stream, ok := res.(server.StreamResult)
+		if !ok {
+			data, err := json.Marshal(res)
+			if err != nil {
+				return err
+			}
+			return onLine(data)
+		}
+		pr, pw := io.Pipe()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			stream(pw)
+			pw.Close()
+		}()
+		err := eachLine(pr, onLine)
+		pr.CloseWithError(io.ErrClosedPipe) // the operation's later writes fail fast
+		<-done
+		return err
+	})
+}
+
+// eachLine calls fn with every non-empty line of r.
+func eachLine(r io.Reader, fn func([]byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		if err := fn(sc.Bytes()); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// directCall opens the database itself (no server running), lets prepare equip the
+// Admin, and runs op.
+func directCall(ctx context.Context, dataDir, op string, args []byte, prepare func(*server.Admin) (func(), error), use func(any) error) error {
 	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
@@ -57,12 +119,16 @@ func directCall(ctx context.Context, dataDir, op string, args []byte, use func(a
 	}
 	defer st.Close()
 	admin := server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1))
+	if prepare != nil {
+		cleanup, err := prepare(admin)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+	}
 	res, err := admin.Do(ctx, op, args)
 	if err != nil {
 		return err
-	}
-	if _, ok := res.(server.StreamResult); ok {
-		return fmt.Errorf("operation %s streams its answer; it cannot be decoded as JSON", op)
 	}
 	return use(res)
 }

@@ -43,6 +43,8 @@ GARDEND_DATA or GARDEND_TOKEN_TTL); a flag on the command line wins.`,
 		newUserCommand(g),
 		newInspectCommand(g),
 		newBedsCommand(g),
+		newPointCloudsCommand(g),
+		newSpatialDemoCommand(),
 		newVersionCommand(),
 	)
 	return root
