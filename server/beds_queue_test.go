@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -275,5 +276,31 @@ func TestDemoSeedsGardenWithBeds(t *testing.T) {
 	json.Unmarshal(g.must(200, "GET", "/companies", login.Token, nil), &companies)
 	if len(companies) != 1 || companies[0].Name != server.DemoCompanyName {
 		t.Errorf("companies %+v", companies)
+	}
+}
+
+// TestPlantsURL: the plants URL is absolute, from the request's Host, and from
+// X-Forwarded-Proto/Host only when the proxy is trusted.
+func TestPlantsURL(t *testing.T) {
+	for _, trust := range []bool{false, true} {
+		ss := newSpatialSetup(t, demo.Options{Seed: 3, Beds: 1, Plants: 2}, demo.ServerOptions{},
+			func(cfg *server.Config) { cfg.TrustProxy = trust })
+		req, _ := http.NewRequest("GET", ss.g.base+ss.garden+"/beds", nil)
+		req.Header.Set("Authorization", "Token "+ss.token)
+		req.Header.Set("X-Forwarded-Proto", "https")
+		req.Header.Set("X-Forwarded-Host", "garden.example, inner.proxy")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := readBedLines(t, res.Body)
+		res.Body.Close()
+		want := ss.plantsURL(0)
+		if trust {
+			want = "https://garden.example" + ss.garden + "/beds/" + u64(ss.beds[0]) + "/plants"
+		}
+		if len(lines) != 1 || lines[0].Plants != want {
+			t.Errorf("trust proxy %v: plants %q, want %q", trust, lines[0].Plants, want)
+		}
 	}
 }

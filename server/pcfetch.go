@@ -34,8 +34,8 @@ func (p *cloudPool) fetch(ctx context.Context, j store.CloudJob) cloudEvent {
 		}
 		return ev
 	}
-	ev.Points, ev.Bytes = int(pc.Width)*int(pc.Height), size
-	pos := store.PlantPosition{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, Points: ev.Points}
+	ev.Bytes = size
+	pos := store.PlantPosition{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, Points: int(pc.Width) * int(pc.Height)}
 	ll, err := spatial.PlantPosition(pc, j.Frame, spatialTransform(j.Transform), spatial.LatLon(j.Origin))
 	if err != nil {
 		// The cloud yields no position with these inputs; that is an outcome, kept so
@@ -44,7 +44,6 @@ func (p *cloudPool) fetch(ctx context.Context, j store.CloudJob) cloudEvent {
 	} else {
 		pos.Position = &store.LatLon{Lat: ll.Lat, Lon: ll.Lon}
 	}
-	ev.Position, ev.Reason = pos.Position, pos.Reason
 	if err := p.store.CompleteCloudJob(pos); err != nil {
 		ev.Err = err
 		if errors.Is(err, store.ErrNotFound) {
@@ -56,7 +55,7 @@ func (p *cloudPool) fetch(ctx context.Context, j store.CloudJob) cloudEvent {
 		p.failed(j, err)
 		return ev
 	}
-	line := log.Info().Str("source", source).Int("points", ev.Points).Int64("bytes", size).Dur("duration", time.Since(start))
+	line := log.Info().Str("source", source).Int("points", pos.Points).Int64("bytes", size).Dur("duration", time.Since(start))
 	if pos.Position != nil {
 		line.Float64("lat", pos.Position.Lat).Float64("lon", pos.Position.Lon).Msg("plant position computed")
 	} else {

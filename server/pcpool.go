@@ -37,11 +37,8 @@ type cloudEvent struct {
 	Project, Cloud string
 	// Err is set when the attempt failed; the job stays queued (or is marked failed).
 	Err error
-	// Position is nil when the cloud yields none; Reason says why.
-	Position *store.LatLon
-	Reason   string
-	Points   int
-	Bytes    int64
+	// Bytes is the size of the cloud's PLY file.
+	Bytes int64
 }
 
 // scanLimit bounds the jobs taken from one scan of the queue.
