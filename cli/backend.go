@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -35,10 +34,7 @@ func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
 		}
 		// A socket nobody answers on is left over from a crashed server: fall through.
 	}
-	return directCall(ctx, dataDir, op, body, nil, func(res any) error {
-		if _, ok := res.(server.StreamResult); ok {
-			return fmt.Errorf("operation %s streams its answer; it cannot be decoded as JSON", op)
-		}
+	return directCall(ctx, dataDir, op, body, func(res any) error {
 		if out == nil {
 			return nil
 		}
@@ -50,10 +46,17 @@ func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
 	})
 }
 
-// callAdminStream runs an operation that answers with NDJSON lines, handing each line
-// to onLine as it comes: through the socket, or in process once prepare (when not
-// nil) has given the Admin what the operation needs there and returned its clean-up.
-func callAdminStream(ctx context.Context, dataDir, op string, args any, prepare func(*server.Admin) (func(), error), onLine func([]byte) error) error {
+// streamAdmin runs an admin operation that streams its answer (a backup) into w,
+// through the running server's socket or else in-process, like callAdmin. A failure
+// after bytes were written is still returned: from the socket's error trailer or a
+// cut-off body, or from the in-process sink.
+func streamAdmin(ctx context.Context, dataDir, op string, args any, w io.Writer) error {
+	return streamAdminWith(ctx, dataDir, op, args, nil, w)
+}
+
+// streamAdminWith is streamAdmin where the in-process Admin first gets what the
+// operation needs from prepare (when not nil), which returns its clean-up.
+func streamAdminWith(ctx context.Context, dataDir, op string, args any, prepare func(*server.Admin) (func(), error), w io.Writer) error {
 	body, err := json.Marshal(args)
 	if err != nil {
 		return err
@@ -66,54 +69,19 @@ func callAdminStream(ctx context.Context, dataDir, op string, args any, prepare 
 			if resp.StatusCode != http.StatusOK {
 				return decodeAdminResponse(resp, nil)
 			}
-			return eachLine(resp.Body, onLine)
-		}
-	}
-	return directCall(ctx, dataDir, op, body, prepare, func(res any) error {
-		stream, ok := res.(server.StreamResult)
-		if !ok {
-			data, err := json.Marshal(res)
-			if err != nil {
-				return err
+			if _, err := io.Copy(w, resp.Body); err != nil {
+				return fmt.Errorf("%s through the admin socket: %w", op, err)
 			}
-			return onLine(data)
-		}
-		pr, pw := io.Pipe()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			stream(pw)
-			pw.Close()
-		}()
-		err := eachLine(pr, onLine)
-		pr.CloseWithError(io.ErrClosedPipe) // the operation's later writes fail fast
-		<-done
-		return err
-	})
-}
-
-// eachLine calls fn with every non-empty line of r.
-func eachLine(r io.Reader, fn func([]byte) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		if err := fn(sc.Bytes()); err != nil {
-			return err
+			if msg := resp.Trailer.Get(server.BackupErrorTrailer); msg != "" {
+				return fmt.Errorf("%s failed in the server: %s", op, msg)
+			}
+			return nil
 		}
 	}
-	return sc.Err()
-}
-
-// directCall opens the database itself (no server running), lets prepare equip the
-// Admin, and runs op.
-func directCall(ctx context.Context, dataDir, op string, args []byte, prepare func(*server.Admin) (func(), error), use func(any) error) error {
 	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
-			return fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, server.AdminSocketPath(dataDir))
+			return fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, sock)
 		}
 		return err
 	}
@@ -126,9 +94,50 @@ func directCall(ctx context.Context, dataDir, op string, args []byte, prepare fu
 		}
 		defer cleanup()
 	}
+	res, err := admin.Do(ctx, op, body)
+	if err != nil {
+		return err
+	}
+	stream, ok := res.(server.StreamResult)
+	if !ok {
+		return fmt.Errorf("operation %s answers JSON, not a stream", op)
+	}
+	sink := &streamSink{w: w}
+	stream(sink)
+	return sink.err
+}
+
+// streamSink is the in-process stream's writer; the operation reports a failure
+// after the first byte through CloseWithError, as it would to an io.PipeWriter.
+type streamSink struct {
+	w   io.Writer
+	err error
+}
+
+func (s *streamSink) Write(b []byte) (int, error) { return s.w.Write(b) }
+
+func (s *streamSink) CloseWithError(err error) error {
+	s.err = err
+	return nil
+}
+
+// directCall opens the database itself (no server running) and runs op.
+func directCall(ctx context.Context, dataDir, op string, args []byte, use func(any) error) error {
+	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, server.AdminSocketPath(dataDir))
+		}
+		return err
+	}
+	defer st.Close()
+	admin := server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1))
 	res, err := admin.Do(ctx, op, args)
 	if err != nil {
 		return err
+	}
+	if _, ok := res.(server.StreamResult); ok {
+		return fmt.Errorf("operation %s streams its answer; it cannot be decoded as JSON", op)
 	}
 	return use(res)
 }

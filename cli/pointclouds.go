@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,7 +69,7 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 	}
 	bar := newProgressBar(errOut)
 	var last server.CloudSyncProgress
-	err := callAdminStream(cmd.Context(), o.global.dataDir, "pointclouds.sync", server.CloudSyncArgs{Garden: o.garden}, prepare, func(line []byte) error {
+	lines := &lineWriter{fn: func(line []byte) error {
 		var p server.CloudSyncProgress
 		if err := json.Unmarshal(line, &p); err != nil {
 			return fmt.Errorf("unexpected answer %q: %w", line, err)
@@ -80,7 +81,8 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 		last = p
 		bar.draw(p)
 		return nil
-	})
+	}}
+	err := streamAdminWith(cmd.Context(), o.global.dataDir, "pointclouds.sync", server.CloudSyncArgs{Garden: o.garden}, prepare, lines)
 	bar.finish()
 	if err != nil {
 		return err
@@ -151,3 +153,30 @@ func (b *progressBar) finish() {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// lineWriter hands every complete non-empty line written to it to fn; the first error
+// of fn fails that and every later write.
+type lineWriter struct {
+	buf []byte
+	fn  func([]byte) error
+	err error
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if i > 0 {
+			if l.err = l.fn(l.buf[:i]); l.err != nil {
+				return 0, l.err
+			}
+		}
+		l.buf = l.buf[i+1:]
+	}
+}

@@ -46,6 +46,8 @@ GARDEND_DATA or GARDEND_TOKEN_TTL); a flag on the command line wins.`,
 		newPointCloudsCommand(g),
 		newSpatialDemoCommand(),
 		newVersionCommand(),
+		newBackupCommand(g),
+		newRestoreCommand(g),
 	)
 	return root
 }

@@ -23,6 +23,9 @@ type Admin struct {
 	// runs only while an operation needs it (runClouds). nil without a spatial server.
 	clouds    *cloudPool
 	runClouds bool
+
+	// backups is shared by the admin socket and GET /admin/backup.
+	backups *backupState
 }
 
 type adminOp func(ctx context.Context, args json.RawMessage) (any, error)
@@ -30,6 +33,7 @@ type adminOp func(ctx context.Context, args json.RawMessage) (any, error)
 // NewAdmin binds the operations to a store.
 func NewAdmin(st *store.Store, pw *store.Passwords) *Admin {
 	a := &Admin{store: st, pw: pw}
+	a.backups = newBackupState()
 	a.ops = map[string]adminOp{
 		"users.create":   a.createUser,
 		"inspect.users":  func(context.Context, json.RawMessage) (any, error) { return st.ListUsers() },
@@ -45,6 +49,7 @@ func NewAdmin(st *store.Store, pw *store.Passwords) *Admin {
 		"inspect.beds":     func(context.Context, json.RawMessage) (any, error) { return st.BedStatuses() },
 		"inspect.queue":    func(context.Context, json.RawMessage) (any, error) { return st.CloudJobs() },
 		"pointclouds.sync": a.syncClouds,
+		BackupOp:           a.backupOp,
 	}
 	return a
 }

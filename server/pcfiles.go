@@ -92,42 +92,33 @@ func removeProjectClouds(dir, project string) error {
 	return os.RemoveAll(filepath.Join(dir, project))
 }
 
-// sweepPointClouds deletes the cloud directories of projects no bed refers to (left by
-// a crash between a deletion's commit and its clean-up) and temporary files of
-// interrupted writes. It runs before the download workers start.
+// sweepPointClouds deletes temporary files of interrupted writes. It runs before the
+// download workers start. Clouds of projects no bed refers to are left alone: only a
+// crash between a deletion's commit and its clean-up leaves them, they are a cache that
+// serves again if the project is registered again, and files under the data directory
+// may be an operator's (a restored backup's) to keep.
 func (s *Server) sweepPointClouds() error {
 	dir := filepath.Join(s.cfg.DataDir, PointCloudDirName)
-	entries, err := os.ReadDir(dir)
+	projects, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	beds, err := s.store.Beds()
-	if err != nil {
-		return err
-	}
-	keep := map[string]bool{}
-	for _, b := range beds {
-		keep[b.UUID] = true
-	}
 	var errs []error
-	for _, e := range entries {
-		name := e.Name()
-		if !e.IsDir() || !keep[name] {
-			s.log.Info().Str("path", filepath.Join(PointCloudDirName, name)).Msg("removing point clouds of a project no bed refers to")
-			errs = append(errs, os.RemoveAll(filepath.Join(dir, name)))
+	for _, p := range projects {
+		if !p.IsDir() {
 			continue
 		}
-		files, err := os.ReadDir(filepath.Join(dir, name))
+		files, err := os.ReadDir(filepath.Join(dir, p.Name()))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		for _, f := range files {
 			if strings.HasPrefix(f.Name(), plyTempPrefix) {
-				errs = append(errs, os.Remove(filepath.Join(dir, name, f.Name())))
+				errs = append(errs, os.Remove(filepath.Join(dir, p.Name(), f.Name())))
 			}
 		}
 	}

@@ -27,6 +27,7 @@ func (s *Server) allRoutes() []route {
 	rs = append(rs, s.permissionRoutes()...)
 	rs = append(rs, s.imageRoutes()...)
 	rs = append(rs, s.bedRoutes()...)
+	rs = append(rs, s.backupRoutes()...)
 	return rs
 }
 
