@@ -129,15 +129,6 @@ func (s *Store) CloudState(project string) (CloudState, error) {
 	return st, err
 }
 
-// PlantPositions lists every stored position, by project and cloud.
-func (s *Store) PlantPositions() ([]PlantPosition, error) {
-	out := []PlantPosition{}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return eachUnder(tx, bucketPositions, nil, func(p PlantPosition) { out = append(out, p) })
-	})
-	return out, err
-}
-
 // projectReferenced reports whether some bed refers to the project.
 func projectReferenced(tx *bolt.Tx, project string) bool {
 	return anyUnder(tx.Bucket(bucketBedUUIDs), projectPrefix(project))
