@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,11 +115,37 @@ func expectedColdCalls(ds *demo.Dataset) map[string]int64 {
 
 // TestBedsStreamTwoRoundTrips: with latency on every call, the stream costs each call
 // once and sends everything after the details at once: about two round trips. The
-// demo server's counts and its highest concurrency show it, not the wall clock.
+// demo server's counts and its highest concurrency show it, not the wall clock: calls
+// after the details wait at a barrier until all of them have arrived, which only a
+// client that sends them together passes (one that does not times out).
 func TestBedsStreamTwoRoundTrips(t *testing.T) {
 	ss := newSpatialSetup(t, demo.Options{Seed: 5, Beds: 4, Plants: 12}, demo.ServerOptions{},
-		func(cfg *server.Config) { cfg.Spatial.MaxInFlight = 1024 })
-	ss.demo.SetLatency(100 * time.Millisecond)
+		func(cfg *server.Config) { cfg.Spatial.MaxInFlight, cfg.Spatial.CallTimeout = 1024, 10*time.Second })
+	want := expectedColdCalls(ss.ds)
+	var second int64
+	for m, n := range want {
+		if m != mDetails {
+			second += n
+		}
+	}
+	var (
+		mu      sync.Mutex
+		arrived int64
+		all     = make(chan struct{})
+	)
+	ss.demo.SetHook(func(method, _ string) (time.Duration, error) {
+		if method == mDetails || method == mCloud {
+			return 0, nil
+		}
+		mu.Lock()
+		if arrived++; arrived == second {
+			close(all)
+		}
+		mu.Unlock()
+		<-all
+		return 0, nil
+	})
+	ss.demo.SetLatency(30 * time.Millisecond)
 	ss.demo.ResetStats()
 	lines := ss.g.streamBeds(ss.garden, ss.token)
 	for _, l := range lines {
@@ -127,22 +154,14 @@ func TestBedsStreamTwoRoundTrips(t *testing.T) {
 		}
 	}
 	st := ss.demo.Stats()
-	want := expectedColdCalls(ss.ds)
-	var second int64
 	for m, n := range want {
 		if st.Calls[m] != n {
 			t.Errorf("%s: %d calls, want %d", m, st.Calls[m], n)
 		}
-		if m != mDetails {
-			second += n
-		}
 	}
-	// Every call after the details overlaps the others (a little slack for a loaded
-	// machine that is slow to send a hundred calls).
-	if st.MaxInFlight < int(second)*9/10 {
-		t.Errorf("at most %d calls at once, want about %d", st.MaxInFlight, second)
+	if st.MaxInFlight < int(second) {
+		t.Errorf("at most %d calls at once, want the %d after the details", st.MaxInFlight, second)
 	}
-	t.Logf("calls %v, max in flight %d of %d", st.Calls, st.MaxInFlight, second)
 
 	// Warm: nothing asked again.
 	ss.demo.ResetStats()
