@@ -51,6 +51,12 @@ func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
 // after bytes were written is still returned: from the socket's error trailer or a
 // cut-off body, or from the in-process sink.
 func streamAdmin(ctx context.Context, dataDir, op string, args any, w io.Writer) error {
+	return streamAdminWith(ctx, dataDir, op, args, nil, w)
+}
+
+// streamAdminWith is streamAdmin where the in-process Admin first gets what the
+// operation needs from prepare (when not nil), which returns its clean-up.
+func streamAdminWith(ctx context.Context, dataDir, op string, args any, prepare func(*server.Admin) (func(), error), w io.Writer) error {
 	body, err := json.Marshal(args)
 	if err != nil {
 		return err
@@ -80,7 +86,15 @@ func streamAdmin(ctx context.Context, dataDir, op string, args any, w io.Writer)
 		return err
 	}
 	defer st.Close()
-	res, err := server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1)).Do(ctx, op, body)
+	admin := server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1))
+	if prepare != nil {
+		cleanup, err := prepare(admin)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+	}
+	res, err := admin.Do(ctx, op, body)
 	if err != nil {
 		return err
 	}

@@ -90,6 +90,26 @@ func inspectViews() []inspectView {
 					fmt.Fprintf(tw, "%s\t%d\n", b.Name, b.Keys)
 				}
 			}},
+		{name: "beds", short: "List beds with their plant positions and queued downloads", op: "inspect.beds",
+			newResult: func() any { return &[]store.BedStatus{} },
+			table: func(tw io.Writer, v any) {
+				fmt.Fprintln(tw, "ID\tGARDEN\tPROJECT\tNAME\tPOSITIONS\tNO POSITION\tQUEUED\tFAILED")
+				for _, b := range *v.(*[]store.BedStatus) {
+					fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\n", b.ID, b.Garden, b.UUID, b.Name, b.Positions, b.NoPosition, b.Queued, b.Failed)
+				}
+			}},
+		{name: "queue", short: "List queued point-cloud downloads (failed ones included)", op: "inspect.queue",
+			newResult: func() any { return &[]store.CloudJob{} },
+			table: func(tw io.Writer, v any) {
+				fmt.Fprintln(tw, "PROJECT\tCLOUD\tSTATE\tATTEMPTS\tNEXT ATTEMPT\tLAST ERROR")
+				for _, j := range *v.(*[]store.CloudJob) {
+					state, next := "waiting", stamp(j.NextAttempt)
+					if j.Failed {
+						state, next = "failed", "-"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", j.Project, j.Cloud, state, j.Attempts, next, j.LastError)
+				}
+			}},
 	}
 }
 

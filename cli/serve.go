@@ -28,6 +28,8 @@ type serveOptions struct {
 	trustProxy      bool
 	shutdownTimeout time.Duration
 	demo            bool
+	demoLatency     time.Duration
+	spatial         spatialOptions
 	field           fieldOptions
 }
 
@@ -40,7 +42,8 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 (bounded by --shutdown-timeout) and close the database. While it runs, the other
 commands reach the database through a Unix socket in the data directory.`,
 		Example: `  gardend serve --demo
-  gardend serve --addr 0.0.0.0:8000 --data /var/lib/gardend --log-format json`,
+  gardend serve --demo --demo-latency 30ms
+  gardend serve --addr 0.0.0.0:8000 --data /var/lib/gardend --spatial seerep.farm:9090 --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: o.run,
 	}
@@ -54,7 +57,9 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.Int64Var(&o.maxImage, "max-image", server.DefaultMaxImageBytes, "maximum image upload body in bytes")
 	f.BoolVar(&o.trustProxy, "trust-proxy", false, "trust X-Forwarded-Proto/Host (URLs) and X-Forwarded-For (client address) from a reverse proxy")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to wait for in-flight requests on shutdown")
-	f.BoolVar(&o.demo, "demo", false, "seed a demo account and demo data, and print the credentials")
+	f.BoolVar(&o.demo, "demo", false, "run a demo spatial server in-process, seed a demo account, company, garden and beds, and print the credentials")
+	f.DurationVar(&o.demoLatency, "demo-latency", 0, "latency added to every call of the demo spatial server (e.g. 30ms, as a real one)")
+	o.spatial.addFlags(f)
 	o.field.addFlags(f)
 	return cmd
 }
@@ -65,6 +70,9 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if err := o.field.validate(); err != nil {
+		return err
+	}
+	if err := o.spatial.validate(); err != nil {
 		return err
 	}
 	cfg := server.Config{
@@ -78,6 +86,9 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		ShutdownTimeout: o.shutdownTimeout,
 		AdminSocket:     true,
 		Demo:            o.demo,
+		DemoLatency:     o.demoLatency,
+		Spatial:         o.spatial.clientConfig(),
+		Clouds:          o.spatial.cloudConfig(),
 		Logger:          log,
 	}
 	o.field.apply(&cfg)
@@ -94,6 +105,8 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 			case <-srv.Ready():
 				fmt.Fprintf(cmd.OutOrStdout(), "gardend demo on http://%s — log in as %q with password %q\n",
 					srv.Addr(), server.DemoUsername, server.DemoPassword)
+				fmt.Fprintf(cmd.OutOrStdout(), "demo garden: http://%s%s (beds: GET %s/beds)\n",
+					srv.Addr(), srv.DemoGardenPath(), srv.DemoGardenPath())
 			case <-ctx.Done():
 			}
 		}()

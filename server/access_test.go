@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/spatial/demo"
 	"github.com/gardend/gardend/store"
 )
 
@@ -41,10 +43,14 @@ type world struct {
 	other  uint64 // otherAdmin's company
 	shared scene
 	seq    int
+	// project is a bed's project on the world's demo spatial server; scenes' beds use it.
+	project string
 }
 
 func newWorld(t *testing.T) *world {
-	w := &world{ts: newTestServer(t)}
+	ds := demo.Generate(demo.Options{Seed: 1, Beds: 1, Plants: 3})
+	addr := startDemoSpatial(t, ds, demo.ServerOptions{}).Addr()
+	w := &world{project: ds.Beds[0].ProjectUUID, ts: newTestServer(t, func(cfg *server.Config) { cfg.Spatial.Addr = addr })}
 	for c := stranger; c < siteAdmin; c++ {
 		w.tokens[c] = w.ts.register(callerNames[c])
 	}
@@ -87,7 +93,7 @@ func (w *world) newScene() scene {
 			t.Fatal(err)
 		}
 	}
-	b, err := st.CreateBed(g.ID, w.uuid(), "")
+	b, err := st.CreateBed(g.ID, w.project, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +145,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 		return func(s scene, _ *world) string { return gardenPath(s.company, s.garden) + suffix }
 	}
 	fixed := func(path string) func(scene, *world) string { return func(scene, *world) string { return path } }
+	// plants addresses the scene's bed under its garden, or under the sibling garden.
+	plants := func(sibling bool) func(scene, *world) string {
+		return func(s scene, _ *world) string {
+			g := s.garden
+			if sibling {
+				g = s.sibling
+			}
+			return gardenPath(s.company, g) + "/beds/" + u64(s.bed) + "/plants"
+		}
+	}
 	grant := func(*world) any { return map[string]string{"username": "target", "permission": "u"} }
 	revoke := func(*world) any { return map[string]string{"username": "target"} }
 	named := func(*world) any { return map[string]string{"name": "new"} }
@@ -190,6 +206,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{name: "delete bed", method: "DELETE", path: func(s scene, _ *world) string { return gardenPath(s.company, s.garden) + "/beds/" + u64(s.bed) }, fresh: true,
 			want: [numCallers]int{unauth, missing, denied, ok, denied, ok, missing, ok}},
 		{name: "bed of the sibling garden", method: "DELETE", path: func(s scene, _ *world) string { return gardenPath(s.company, s.sibling) + "/beds/" + u64(s.bed) },
+			want: [numCallers]int{unauth, missing, missing, missing, missing, missing, missing, missing}},
+		{name: "list beds", method: "GET", path: garden("/beds"),
+			want: [numCallers]int{unauth, missing, ok, ok, ok, ok, missing, ok}},
+		{name: "list plants", method: "GET", path: plants(false),
+			want: [numCallers]int{unauth, missing, ok, ok, ok, ok, missing, ok}},
+		{name: "plants of a bed of the sibling garden", method: "GET", path: plants(true),
 			want: [numCallers]int{unauth, missing, missing, missing, missing, missing, missing, missing}},
 		{name: "malformed id", method: "GET", path: fixed("/companies/01"),
 			want: [numCallers]int{unauth, missing, missing, missing, missing, missing, missing, missing}},

@@ -19,6 +19,10 @@ type Admin struct {
 	// afterRemove is the server's clean-up after a deletion; nil when the CLI runs
 	// without a server, whose start-up sweep then deletes unreferenced files.
 	afterRemove func(ctx context.Context, removed store.Removed)
+	// clouds downloads point clouds: the server's pool, or one of UseSpatial's that
+	// runs only while an operation needs it (runClouds). nil without a spatial server.
+	clouds    *cloudPool
+	runClouds bool
 
 	// backups is shared by the admin socket and GET /admin/backup.
 	backups *backupState
@@ -41,7 +45,11 @@ func NewAdmin(st *store.Store, pw *store.Passwords) *Admin {
 		"inspect.permissions": func(context.Context, json.RawMessage) (any, error) { return st.ListPermissions() },
 		"beds.add":            a.addBed,
 		"beds.remove":         a.removeBed,
-		BackupOp:              a.backupOp,
+
+		"inspect.beds":     func(context.Context, json.RawMessage) (any, error) { return st.BedStatuses() },
+		"inspect.queue":    func(context.Context, json.RawMessage) (any, error) { return st.CloudJobs() },
+		"pointclouds.sync": a.syncClouds,
+		BackupOp:           a.backupOp,
 	}
 	return a
 }

@@ -4,13 +4,15 @@ import (
 	"net/http"
 )
 
-// Beds are registered here; listing them with their plants is another concern (it
-// needs the spatial data server) and builds on bedFromPath.
+// Beds are registered here; listing them with their plants needs the spatial data
+// server and lives in bedstream.go and plants.go.
 
 func (s *Server) bedRoutes() []route {
 	return []route{
 		{method: "POST", path: "/companies/:company_id/gardens/:garden_id/beds", handler: s.handleCreateBed},
+		{method: "GET", path: "/companies/:company_id/gardens/:garden_id/beds", handler: s.handleListBeds},
 		{method: "DELETE", path: "/companies/:company_id/gardens/:garden_id/beds/:bed_id", handler: s.handleDeleteBed},
+		{method: "GET", path: "/companies/:company_id/gardens/:garden_id/beds/:bed_id/plants", handler: s.handleListPlants},
 	}
 }
 

@@ -2,19 +2,27 @@ package server
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/gardend/gardend/store"
 )
 
 // afterRemove cleans up outside the database once a deletion (or an image
-// replacement) has committed: it deletes the image files now unreferenced. Data cached
-// per spatial-server project belongs here too, for removed.BedUUIDs: no bed refers to
-// those projects any more. Failures are logged, not returned: the records are gone
-// already, and the start-up sweep deletes image files nobody refers to.
+// replacement) has committed: it deletes the image files now unreferenced, and the
+// point-cloud files of removed.BedUUIDs, the projects no bed refers to any more (their
+// positions and queued downloads went in the deleting transaction). Failures are
+// logged, not returned: the records are gone already; the start-up sweep deletes image
+// files nobody refers to, and point clouds left behind only take disk space.
 func (s *Server) afterRemove(ctx context.Context, removed store.Removed) {
 	for _, rel := range removed.ImagePaths {
 		if err := s.images.Remove(rel); err != nil {
 			s.log.Error().Err(err).Str("image_path", rel).Msg("remove image file; the next start-up sweep deletes it")
+		}
+	}
+	dir := filepath.Join(s.cfg.DataDir, PointCloudDirName)
+	for _, project := range removed.BedUUIDs {
+		if err := removeProjectClouds(dir, project); err != nil {
+			s.log.Error().Err(err).Str("project", project).Msg("remove point-cloud files; the next start-up sweep deletes them")
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gardend/gardend/imagestore"
+	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
 )
 
@@ -65,9 +66,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 func problemFor(err error) problem {
 	var (
-		api   *apiError
-		valid *store.ValidationError
-		big   *http.MaxBytesError
+		api     *apiError
+		valid   *store.ValidationError
+		big     *http.MaxBytesError
+		callErr *spatial.CallError
 	)
 	switch {
 	case errors.As(err, &api):
@@ -95,6 +97,12 @@ func problemFor(err error) problem {
 		return newProblem(http.StatusBadRequest, err.Error(), map[string]string{"image": err.Error()})
 	case errors.Is(err, imagestore.ErrNotFound):
 		return newProblem(http.StatusNotFound, "the garden's image file is missing", nil)
+	case errors.Is(err, errNoSpatial):
+		return newProblem(http.StatusServiceUnavailable, errNoSpatial.Error()+": start gardend serve with --spatial HOST:PORT, or try --demo", nil)
+	// The spatial client's messages name the call and the uuids, never the server's
+	// address: they can be shown.
+	case errors.As(err, &callErr), errors.Is(err, spatial.ErrUnavailable), errors.Is(err, spatial.ErrNotFound):
+		return newProblem(http.StatusBadGateway, err.Error(), nil)
 	}
 	return newProblem(http.StatusInternalServerError, "", nil)
 }

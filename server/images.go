@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -63,29 +64,37 @@ func (s *Server) handleUploadImage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	width, height, err := imagestore.CheckPNG(data)
+	up, err := s.replaceGardenImage(r.Context(), g.ID, data, coords)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	writeJSON(w, http.StatusCreated, up)
+}
+
+// replaceGardenImage checks a PNG and makes it the garden's image with coords: the
+// upload's path, which demo seeding shares.
+func (s *Server) replaceGardenImage(ctx context.Context, gardenID uint64, data []byte, coords store.Coordinates) (imageUploaded, error) {
+	width, height, err := imagestore.CheckPNG(data)
+	if err != nil {
+		return imageUploaded{}, err
 	}
 	rel, err := s.images.Put(data)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return imageUploaded{}, err
 	}
-	old, err := s.store.SetGardenImage(g.ID, rel, coords)
+	old, err := s.store.SetGardenImage(gardenID, rel, coords)
 	if err != nil {
 		// The record still points at the old image; the new file must not stay.
 		if rmErr := s.images.Remove(rel); rmErr != nil {
 			s.log.Error().Err(rmErr).Str("image_path", rel).Msg("remove image of a failed upload; the next start-up sweep deletes it")
 		}
-		s.writeError(w, r, err)
-		return
+		return imageUploaded{}, err
 	}
 	if old != "" {
-		s.afterRemove(r.Context(), store.Removed{ImagePaths: []string{old}})
+		s.afterRemove(ctx, store.Removed{ImagePaths: []string{old}})
 	}
-	writeJSON(w, http.StatusCreated, imageUploaded{ImagePath: rel, Width: width, Height: height, Coordinates: coords})
+	return imageUploaded{ImagePath: rel, Width: width, Height: height, Coordinates: coords}, nil
 }
 
 // handleGetImage streams {"image": "<data URL>", "coordinates": [...]} with the file

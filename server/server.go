@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gardend/gardend/imagestore"
+	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
 )
 
@@ -43,8 +44,16 @@ type Config struct {
 	MaxHashing int
 	// AdminSocket enables the CLI's Unix socket in the data directory.
 	AdminSocket bool
-	// Demo seeds a demo account (and demo data) at start.
+	// Demo seeds a demo account and demo data at start, and runs an in-process demo
+	// spatial server (on a loopback port) that the client uses instead of Spatial.Addr.
 	Demo bool
+	// DemoLatency is added to every call of the demo spatial server.
+	DemoLatency time.Duration
+	// Spatial configures the spatial data server client. Without an Addr (and without
+	// Demo) the beds and plants endpoints answer 503.
+	Spatial spatial.ClientConfig
+	// Clouds tunes the background point-cloud downloads.
+	Clouds CloudConfig
 	// Field hardening (httpserver.go, ratelimit.go); zero values take the defaults.
 	// LoginFailLimit failed logins per LoginFailWindow, per username and per address.
 	LoginFailLimit  int
@@ -100,6 +109,7 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	c.Clouds.setDefaults()
 	c.setFieldDefaults()
 }
 
@@ -116,6 +126,12 @@ type Server struct {
 	// logins limits failed logins; tlsConfig is nil without TLS.
 	logins    *loginLimits
 	tlsConfig *tls.Config
+	// spatial and clouds are nil without a spatial data server.
+	spatial *spatial.Client
+	clouds  *cloudPool
+	demo    *demoSpatial
+	// demoGarden is the demo garden's path, set by Run before Ready.
+	demoGarden string
 
 	mu    sync.Mutex
 	addr  string
@@ -162,8 +178,16 @@ func New(cfg Config) (*Server, error) {
 		st.Close()
 		return nil, fmt.Errorf("sweep images: %w", err)
 	}
+	if err := s.sweepPointClouds(); err != nil {
+		s.log.Warn().Err(err).Msg("sweep point-cloud files")
+	}
+	if err := s.openSpatial(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.admin = NewAdmin(st, s.pw)
 	s.admin.afterRemove = s.afterRemove
+	s.admin.clouds = s.clouds
 	s.handler = s.buildHandler()
 	return s, nil
 }
@@ -213,6 +237,9 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	bg.Go(func() { s.sweepTokens(ctx) })
+	if s.clouds != nil {
+		bg.Go(func() { s.clouds.run(ctx) })
+	}
 
 	hs := s.newHTTPServer(ctx, s.handler)
 	s.mu.Lock()
@@ -245,8 +272,17 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the store. Call it after Run returns.
-func (s *Server) Close() error { return s.store.Close() }
+// Close releases the spatial client, the demo spatial server and the store. Call it
+// after Run returns.
+func (s *Server) Close() error {
+	if s.spatial != nil {
+		s.spatial.Close()
+	}
+	if s.demo != nil {
+		s.demo.srv.Stop()
+	}
+	return s.store.Close()
+}
 
 func (s *Server) sweepTokens(ctx context.Context) {
 	t := time.NewTicker(s.cfg.SweepInterval)

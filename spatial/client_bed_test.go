@@ -423,3 +423,22 @@ func TestBedPartialNotFound(t *testing.T) {
 		t.Error("no plant lost its variety")
 	}
 }
+
+// TestBedCachesNotFound: answers the server gave as NotFound (here a frame without a
+// transform) are cached like answers, so a warm read costs no call at all.
+func TestBedCachesNotFound(t *testing.T) {
+	ds := dataset(2)
+	b := &ds.Beds[1] // has a cloud in a frame without a transform
+	srv := startDemo(t, ds, demo.ServerOptions{})
+	c := dial(t, srv.Addr(), spatial.ClientConfig{})
+	for round := range 2 {
+		srv.ResetStats()
+		if _, err := c.Bed(context.Background(), b.ProjectUUID); err != nil {
+			t.Fatal(err)
+		}
+		calls := srv.Stats().Calls
+		if round == 1 && len(calls) != 0 {
+			t.Errorf("warm read called %v", calls)
+		}
+	}
+}

@@ -255,8 +255,10 @@ func TestFailRate(t *testing.T) {
 			switch {
 			case tt.wantNone && ok != 0, tt.wantAllOK && failed != 0:
 				t.Errorf("ok %d failed %d", ok, failed)
-			case tt.attempts == 1 && !tt.wantNone && !tt.wantAllOK && (ok == 0 || failed == 0):
-				t.Errorf("want some of each: ok %d failed %d", ok, failed)
+			case tt.attempts == 1 && !tt.wantNone && !tt.wantAllOK && (failed == 0) != (st.Injected == 0):
+				// Which calls draw a failure depends on scheduling, so how many beds fail
+				// is random (all of them, at times); that each failure fails its bed is not.
+				t.Errorf("without retries an injected failure fails its bed: ok %d failed %d, injected %d", ok, failed, st.Injected)
 			case tt.attempts == 2 && tt.rate < 0.1 && failed > 3:
 				// A bed fails about 3% of the time: four of twelve is all but impossible.
 				t.Errorf("retries should save most beds: ok %d failed %d", ok, failed)

@@ -139,11 +139,17 @@ func fetch[T proto.Message](c *Client, ctx context.Context, key, method, target 
 	var zero T
 	if v, ok := c.cache.get(key); ok {
 		c.cacheHits.Add(1)
+		if nf, ok := v.(notFoundAnswer); ok {
+			return zero, nf.err
+		}
 		return v.(T), nil
 	}
 	v, err, joined := c.flight.do(ctx, key, func(fctx context.Context) (any, error) {
 		resp := newResp()
 		if err := c.invoke(fctx, method, target, c.cfg.CallTimeout, req, resp); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				c.cache.put(key, notFoundAnswer{err})
+			}
 			return nil, err
 		}
 		c.cache.put(key, resp)
@@ -160,6 +166,10 @@ func fetch[T proto.Message](c *Client, ctx context.Context, key, method, target 
 	}
 	return v.(T), nil
 }
+
+// notFoundAnswer is a cached NotFound: a frame without a transform is asked about on
+// every read of its bed, and without this would cost a round trip each time.
+type notFoundAnswer struct{ err error }
 
 func isCallError(err error) bool {
 	var ce *CallError

@@ -27,16 +27,8 @@ const MapFrame = "map"
 // identity, which is only right when frameID is "map" itself.
 func PlantPosition(pc cloud.PointCloud, frameID string, tf *Transform, origin LatLon) (LatLon, error) {
 	// The cheap checks come before the scan through the cloud.
-	if tf == nil && frameID != MapFrame {
-		return LatLon{}, fmt.Errorf("frame %q: %w", frameID, ErrNoTransform)
-	}
-	if tf != nil {
-		if err := tf.Check(); err != nil {
-			return LatLon{}, fmt.Errorf("transform of frame %q: %w", frameID, err)
-		}
-	}
-	if math.IsNaN(origin.Lat) || math.Abs(origin.Lat) > 90 || math.IsNaN(origin.Lon) || math.IsInf(origin.Lon, 0) {
-		return LatLon{}, fmt.Errorf("%w: %v", ErrInvalidOrigin, origin)
+	if err := CheckPositionInputs(frameID, tf, origin); err != nil {
+		return LatLon{}, err
 	}
 	x, y, _, err := cloud.Centroid(pc)
 	if err != nil {
@@ -47,4 +39,22 @@ func PlantPosition(pc cloud.PointCloud, frameID string, tf *Transform, origin La
 		m = tf.Apply(m)
 	}
 	return LocalToWGS84(origin, m[0], m[1], 0), nil
+}
+
+// CheckPositionInputs is PlantPosition's check of everything but the cloud: with
+// these inputs no cloud can yield a position unless it returns nil. Callers use it to
+// avoid fetching a cloud for nothing.
+func CheckPositionInputs(frameID string, tf *Transform, origin LatLon) error {
+	if tf == nil && frameID != MapFrame {
+		return fmt.Errorf("frame %q: %w", frameID, ErrNoTransform)
+	}
+	if tf != nil {
+		if err := tf.Check(); err != nil {
+			return fmt.Errorf("transform of frame %q: %w", frameID, err)
+		}
+	}
+	if math.IsNaN(origin.Lat) || math.Abs(origin.Lat) > 90 || math.IsNaN(origin.Lon) || math.IsInf(origin.Lon, 0) {
+		return fmt.Errorf("%w: %v", ErrInvalidOrigin, origin)
+	}
+	return nil
 }

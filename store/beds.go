@@ -158,8 +158,7 @@ func (s *Store) DeleteBed(gardenID, bedID uint64) (Removed, error) {
 		if err := deleteBed(tx, b, &r); err != nil {
 			return err
 		}
-		r.settle(tx)
-		return nil
+		return r.settle(tx)
 	})
 	if err != nil {
 		return Removed{}, err

@@ -19,6 +19,7 @@ func (s *Store) CheckIndexes() error {
 		c.gardens()
 		c.permissions()
 		c.beds()
+		c.clouds()
 		return errors.Join(c.errs...)
 	})
 }
@@ -176,4 +177,21 @@ func (c *indexCheck) beds() {
 			c.bad("bed_uuids %q: no such bed", k)
 		}
 	})
+}
+
+// clouds: every position and queued download sits under its own key and belongs to a
+// project some bed refers to (deleting the last such bed deletes them).
+func (c *indexCheck) clouds() {
+	for _, name := range [][]byte{bucketPositions, bucketCloudJobs} {
+		c.each(name, func(k, v []byte) {
+			var r struct{ Project, Cloud string }
+			if err := json.Unmarshal(v, &r); err != nil || !bytes.Equal(k, cloudKey(r.Project, r.Cloud)) {
+				c.bad("%s %q: undecodable or under the wrong key (%v)", name, k, err)
+				return
+			}
+			if !projectReferenced(c.tx, r.Project) {
+				c.bad("%s %q: no bed refers to project %s", name, k, r.Project)
+			}
+		})
+	}
 }

@@ -141,8 +141,7 @@ func (s *Store) DeleteCompany(id uint64) (Removed, error) {
 		if err := tx.Bucket(bucketCompanies).Delete(itob(id)); err != nil {
 			return err
 		}
-		r.settle(tx)
-		return nil
+		return r.settle(tx)
 	})
 	if err != nil {
 		return Removed{}, err

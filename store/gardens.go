@@ -189,8 +189,7 @@ func (s *Store) DeleteGarden(companyID, gardenID uint64) (Removed, error) {
 		if err := deleteGarden(tx, g, &r); err != nil {
 			return err
 		}
-		r.settle(tx)
-		return nil
+		return r.settle(tx)
 	})
 	if err != nil {
 		return Removed{}, err

@@ -12,17 +12,24 @@ type Removed struct {
 	// directory.
 	ImagePaths []string
 	// BedUUIDs are the spatial-server projects of removed beds that no remaining bed
-	// refers to, so data cached for them can go.
+	// refers to. Their plant positions and queued downloads went with the deletion;
+	// files kept for them (point clouds) can go too.
 	BedUUIDs []string
 }
 
-// settle keeps in BedUUIDs, once each, only the projects no bed refers to any more.
-// It runs at the end of the deleting transaction, so it sees the final state.
-func (r *Removed) settle(tx *bolt.Tx) {
+// settle keeps in BedUUIDs, once each, only the projects no bed refers to any more,
+// and deletes what the database holds for those. It runs at the end of the deleting
+// transaction, so it sees the final state.
+func (r *Removed) settle(tx *bolt.Tx) error {
 	slices.Sort(r.BedUUIDs)
 	r.BedUUIDs = slices.Compact(r.BedUUIDs)
-	byUUID := tx.Bucket(bucketBedUUIDs)
 	r.BedUUIDs = slices.DeleteFunc(r.BedUUIDs, func(uuid string) bool {
-		return anyUnder(byUUID, append([]byte(uuid), 0))
+		return projectReferenced(tx, uuid)
 	})
+	for _, uuid := range r.BedUUIDs {
+		if err := dropProjectClouds(tx, uuid); err != nil {
+			return err
+		}
+	}
+	return nil
 }

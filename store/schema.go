@@ -26,6 +26,9 @@ var (
 	bucketBeds           = []byte("beds")              // id → bedRecord
 	bucketGardenBeds     = []byte("garden_beds")       // gardenID|bedID → nil
 	bucketBedUUIDs       = []byte("bed_uuids")         // uuid|0|gardenID → bedID
+
+	bucketPositions = []byte("plant_positions") // project|0|cloud → PlantPosition
+	bucketCloudJobs = []byte("pc_queue")        // project|0|cloud → CloudJob
 )
 
 // allBuckets are created on open; a feature adds its buckets here.
@@ -34,6 +37,7 @@ var allBuckets = [][]byte{
 	bucketCompanies, bucketGardens, bucketCompanyGardens, bucketGardenCoords,
 	bucketPermCompany, bucketUserCompany, bucketPermGarden, bucketUserGarden,
 	bucketBeds, bucketGardenBeds, bucketBedUUIDs,
+	bucketPositions, bucketCloudJobs,
 }
 
 var keySchemaVersion = []byte("schema_version")

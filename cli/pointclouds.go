@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gardend/gardend/server"
+)
+
+func newPointCloudsCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pointclouds",
+		Short: "Manage the point clouds kept for plant positions",
+	}
+	cmd.AddCommand(newPointCloudsSyncCommand(g))
+	return cmd
+}
+
+type pointCloudsSyncOptions struct {
+	global  *globalOptions
+	garden  uint64
+	spatial spatialOptions
+}
+
+func newPointCloudsSyncCommand(g *globalOptions) *cobra.Command {
+	o := &pointCloudsSyncOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "sync",
+		Short: "Fetch every missing point cloud now (all gardens, or one)",
+		Long: `Fetch the point cloud of every plant whose position is not known yet, instead of
+waiting for requests to queue them, with a progress bar on standard error. Downloads
+that failed for good are tried again. While gardend serve runs, its workers do the work
+and the --spatial flags are not needed; otherwise the clouds are fetched in process
+from the server --spatial names. A cloud that fails stays queued for the background
+workers.`,
+		Example: `  gardend pointclouds sync
+  gardend pointclouds sync --garden 3 --spatial seerep.farm:9090`,
+		Args: cobra.NoArgs,
+		RunE: o.run,
+	}
+	cmd.Flags().Uint64Var(&o.garden, "garden", 0, "only this garden's beds (default: all gardens)")
+	o.spatial.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
+	if err := requireDatabase(o.global.dataDir); err != nil {
+		return err
+	}
+	if err := o.spatial.validate(); err != nil {
+		return err
+	}
+	errOut := cmd.ErrOrStderr()
+	prepare := func(a *server.Admin) (func(), error) {
+		if o.spatial.addr == "" {
+			return nil, fmt.Errorf("gardend serve is not running on %s: pass --spatial HOST:PORT to fetch the clouds in process", o.global.dataDir)
+		}
+		log := zerolog.New(errOut).Level(zerolog.WarnLevel).With().Timestamp().Logger()
+		return a.UseSpatial(o.global.dataDir, o.spatial.clientConfig(), o.spatial.cloudConfig(), log)
+	}
+	bar := newProgressBar(errOut)
+	var last server.CloudSyncProgress
+	lines := &lineWriter{fn: func(line []byte) error {
+		var p server.CloudSyncProgress
+		if err := json.Unmarshal(line, &p); err != nil {
+			return fmt.Errorf("unexpected answer %q: %w", line, err)
+		}
+		if p.Error != "" && !p.Final {
+			bar.note("warning: " + p.Error)
+			return nil
+		}
+		last = p
+		bar.draw(p)
+		return nil
+	}}
+	err := streamAdminWith(cmd.Context(), o.global.dataDir, "pointclouds.sync", server.CloudSyncArgs{Garden: o.garden}, prepare, lines)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	if !last.Final {
+		return errors.New("the sync ended without its final report")
+	}
+	if last.Error != "" {
+		return errors.New(last.Error)
+	}
+	if last.Total == 0 {
+		fmt.Fprintln(cmd.OutOrStdout(), "no point cloud is missing")
+		return nil
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%d of %d point clouds fetched, %d failed (they stay queued), %s\n",
+		last.Done-last.Failed, last.Total, last.Failed, mib(last.Bytes))
+	return nil
+}
+
+// progressBar draws `[#####     ] 120/198 clouds  4.1 MiB`: redrawn in place on a
+// terminal, else a line per tenth of the way so logs stay short.
+type progressBar struct {
+	w        io.Writer
+	tty      bool
+	drawn    bool
+	lastTier int
+}
+
+func newProgressBar(w io.Writer) *progressBar {
+	f, ok := w.(*os.File)
+	return &progressBar{w: w, tty: ok && term.IsTerminal(int(f.Fd())), lastTier: -1}
+}
+
+const barWidth = 30
+
+func (b *progressBar) draw(p server.CloudSyncProgress) {
+	filled := barWidth
+	if p.Total > 0 {
+		filled = p.Done * barWidth / p.Total
+	}
+	text := fmt.Sprintf("[%s%s] %d/%d clouds  %s", strings.Repeat("#", filled), strings.Repeat(" ", barWidth-filled), p.Done, p.Total, mib(p.Bytes))
+	if b.tty {
+		fmt.Fprint(b.w, "\r"+text+"\x1b[K")
+		b.drawn = true
+		return
+	}
+	tier := filled * 10 / barWidth
+	if tier != b.lastTier || p.Final {
+		b.lastTier = tier
+		fmt.Fprintln(b.w, text)
+	}
+}
+
+// note prints a message on its own line, without breaking the bar.
+func (b *progressBar) note(msg string) {
+	if b.drawn {
+		fmt.Fprintln(b.w)
+		b.drawn = false
+	}
+	fmt.Fprintln(b.w, msg)
+}
+
+func (b *progressBar) finish() {
+	if b.drawn {
+		fmt.Fprintln(b.w)
+		b.drawn = false
+	}
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// lineWriter hands every complete non-empty line written to it to fn; the first error
+// of fn fails that and every later write.
+type lineWriter struct {
+	buf []byte
+	fn  func([]byte) error
+	err error
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if i > 0 {
+			if l.err = l.fn(l.buf[:i]); l.err != nil {
+				return 0, l.err
+			}
+		}
+		l.buf = l.buf[i+1:]
+	}
+}

@@ -1,0 +1,189 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gardend/gardend/cli"
+	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/spatial"
+	"github.com/gardend/gardend/spatial/demo"
+	"github.com/gardend/gardend/store"
+)
+
+// demoGarden serves a small demo garden and registers its projects as beds of garden
+// 1 in a seeded data directory; it returns the directory, the spatial address and how
+// many clouds can give a position.
+func demoGarden(t *testing.T) (dir, addr string, clouds int) {
+	t.Helper()
+	ds := demo.Generate(demo.Options{Seed: 2, Beds: 2, Plants: 6})
+	srv := demo.NewServer(ds, demo.ServerOptions{})
+	addr, err := srv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	dir = seed(t)
+	for _, b := range ds.Beds {
+		gardend(t, "--data", dir, "beds", "add", "--garden", "1", "--uuid", b.ProjectUUID)
+		for _, p := range b.Plants {
+			if p.HasPosition {
+				clouds++
+			}
+		}
+	}
+	return dir, addr, clouds
+}
+
+func inspectBeds(t *testing.T, dir string) []store.BedStatus {
+	t.Helper()
+	var beds []store.BedStatus
+	if err := json.Unmarshal([]byte(gardend(t, "--data", dir, "inspect", "beds", "--json")), &beds); err != nil {
+		t.Fatal(err)
+	}
+	return beds
+}
+
+func TestPointCloudsSync(t *testing.T) {
+	for _, running := range []bool{false, true} {
+		name := map[bool]string{false: "in process", true: "through the running server"}[running]
+		t.Run(name, func(t *testing.T) {
+			dir, addr, clouds := demoGarden(t)
+			args := []string{"--data", dir, "pointclouds", "sync", "--garden", "1"}
+			if running {
+				srv, err := server.New(server.Config{
+					DataDir: dir, Addr: "127.0.0.1:0", AdminSocket: true,
+					Argon2:  store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32},
+					Spatial: spatial.ClientConfig{Addr: addr},
+					Logger:  zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- srv.Run(ctx) }()
+				<-srv.Ready()
+				t.Cleanup(func() {
+					cancel()
+					<-done
+					srv.Close()
+				})
+			} else {
+				args = append(args, "--spatial", addr)
+			}
+			out := gardend(t, args...)
+			if !strings.Contains(out, "] "+strconv.Itoa(clouds)+"/"+strconv.Itoa(clouds)+" clouds") ||
+				!strings.Contains(out, strconv.Itoa(clouds)+" of "+strconv.Itoa(clouds)+" point clouds fetched, 0 failed") {
+				t.Fatalf("sync output:\n%s", out)
+			}
+			positions := 0
+			for _, b := range inspectBeds(t, dir) {
+				positions += b.Positions
+				if b.Queued+b.Failed != 0 {
+					t.Errorf("bed %d: %d queued, %d failed", b.ID, b.Queued, b.Failed)
+				}
+			}
+			if positions != clouds {
+				t.Errorf("%d positions stored, want %d", positions, clouds)
+			}
+			matches, _ := filepath.Glob(filepath.Join(dir, server.PointCloudDirName, "*", "*.ply"))
+			if len(matches) != clouds {
+				t.Errorf("%d PLY files, want %d", len(matches), clouds)
+			}
+			// Nothing left to do the second time.
+			if out := gardend(t, args...); !strings.Contains(out, "no point cloud is missing") {
+				t.Errorf("second sync:\n%s", out)
+			}
+			if out := gardend(t, "--data", dir, "inspect", "queue"); !strings.HasPrefix(out, "PROJECT") {
+				t.Errorf("inspect queue:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestPointCloudsSyncNeedsASpatialServer(t *testing.T) {
+	dir := seed(t)
+	_, err := run(t, "", "--data", dir, "pointclouds", "sync")
+	if err == nil || !strings.Contains(err.Error(), "--spatial") {
+		t.Fatalf("sync without a spatial server: %v", err)
+	}
+}
+
+// TestSpatialDemoCommand: the standalone demo server prints the project uuids of the
+// dataset its flags describe, serves them, and stops on cancellation.
+func TestSpatialDemoCommand(t *testing.T) {
+	pr, pw := io.Pipe()
+	cmd := cli.NewRootCommand()
+	cmd.SetOut(pw)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"spatial-demo", "--addr", "127.0.0.1:0", "--seed", "4", "--beds", "2", "--plants", "5", "--latency", "1ms"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- cmd.ExecuteContext(ctx)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	var addr string
+	var uuids []string
+	for len(uuids) < 2 && sc.Scan() {
+		line := sc.Text()
+		if a, ok := strings.CutPrefix(line, "demo spatial server on "); ok {
+			addr, _, _ = strings.Cut(a, " ")
+		}
+		if u, _, ok := strings.Cut(line, "\t"); ok {
+			uuids = append(uuids, u)
+		}
+	}
+	want := demo.Generate(demo.Options{Seed: 4, Beds: 2, Plants: 5}).ProjectUUIDs()
+	if addr == "" || strings.Join(uuids, ",") != strings.Join(want, ",") {
+		t.Fatalf("address %q, uuids %v, want %v", addr, uuids, want)
+	}
+	c, err := spatial.Dial(spatial.ClientConfig{Addr: addr}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	bed, err := c.Bed(context.Background(), uuids[1])
+	if err != nil || len(bed.Plants) != 5 {
+		t.Fatalf("bed from the demo server: %d plants, %v", len(bed.Plants), err)
+	}
+	cancel()
+	go io.Copy(io.Discard, pr)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("spatial-demo did not stop")
+	}
+}
+
+func TestServeRejectsBadSpatialFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"--spatial-concurrency 0": "--spatial-concurrency",
+		"--spatial-timeout 0s":    "--spatial-timeout",
+		"--spatial-cache-ttl -1s": "--spatial-cache-ttl",
+		"--pointcloud-workers 0":  "--pointcloud-workers",
+	} {
+		_, err := run(t, "", append([]string{"serve", "--data", t.TempDir()}, strings.Fields(args)...)...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", args, err)
+		}
+	}
+	t.Setenv("GARDEND_SPATIAL_CONCURRENCY", "0")
+	if _, err := run(t, "", "serve", "--data", t.TempDir()); err == nil || !strings.Contains(err.Error(), "--spatial-concurrency") {
+		t.Errorf("GARDEND_SPATIAL_CONCURRENCY=0: %v", err)
+	}
+}

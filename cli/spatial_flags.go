@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"errors"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/spatial"
+)
+
+// spatialOptions are the flags that reach a spatial data server, shared by serve and
+// pointclouds sync.
+type spatialOptions struct {
+	addr        string
+	tls         bool
+	caFile      string
+	timeout     time.Duration
+	concurrency int
+	cacheTTL    time.Duration
+	workers     int
+}
+
+func (o *spatialOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.addr, "spatial", "", "spatial data server (SEEREP) gRPC address HOST:PORT; without it the beds and plants endpoints answer 503")
+	f.BoolVar(&o.tls, "spatial-tls", false, "connect to the spatial server with TLS (system roots, or --spatial-ca)")
+	f.StringVar(&o.caFile, "spatial-ca", "", "PEM file of CA certificates for the spatial server (implies --spatial-tls)")
+	f.DurationVar(&o.timeout, "spatial-timeout", 5*time.Second, "deadline of each call to the spatial server")
+	f.IntVar(&o.concurrency, "spatial-concurrency", 64, "most calls to the spatial server in flight at once")
+	f.DurationVar(&o.cacheTTL, "spatial-cache-ttl", 30*time.Second, "how long answers of the spatial server are reused (0 disables the cache)")
+	f.IntVar(&o.workers, "pointcloud-workers", server.DefaultCloudWorkers, "point clouds downloaded at once in the background")
+}
+
+func (o *spatialOptions) validate() error {
+	switch {
+	case o.timeout <= 0:
+		return errors.New("--spatial-timeout must be positive")
+	case o.concurrency <= 0:
+		return errors.New("--spatial-concurrency must be at least 1")
+	case o.cacheTTL < 0:
+		return errors.New("--spatial-cache-ttl must not be negative (0 disables the cache)")
+	case o.workers <= 0:
+		return errors.New("--pointcloud-workers must be at least 1")
+	}
+	return nil
+}
+
+func (o *spatialOptions) clientConfig() spatial.ClientConfig {
+	ttl := o.cacheTTL
+	if ttl == 0 {
+		ttl = spatial.CacheDisabled
+	}
+	return spatial.ClientConfig{
+		Addr: o.addr, TLS: o.tls || o.caFile != "", CAFile: o.caFile,
+		CallTimeout: o.timeout, MaxInFlight: o.concurrency, CacheTTL: ttl,
+	}
+}
+
+func (o *spatialOptions) cloudConfig() server.CloudConfig {
+	return server.CloudConfig{Workers: o.workers}
+}

@@ -1,0 +1,159 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gardend/gardend/spatial"
+	"github.com/gardend/gardend/store"
+)
+
+// The wire shapes of decisions.md, "Beds and plants": fields in the seed's order,
+// spelled as the seed spells them, omitted when there is no data.
+
+type healthJSON struct {
+	Type     string `json:"type"`
+	Loglevel int64  `json:"loglevel"`
+}
+
+// bedJSON is one line of the beds stream; a bed the spatial server could not answer
+// for has only id, plants and error.
+type bedJSON struct {
+	ID          uint64         `json:"id"`
+	Plant       string         `json:"plant,omitempty"`
+	Variety     string         `json:"variety,omitempty"`
+	Plants      string         `json:"plants"`
+	SoilHumidty *float64       `json:"soil_humidty,omitempty"`
+	Harvest     string         `json:"harvest,omitempty"`
+	Yield       *float64       `json:"yield,omitempty"`
+	Health      []healthJSON   `json:"health,omitempty"`
+	PlantCoords []store.LatLon `json:"plant_coords,omitempty"`
+	Error       string         `json:"error,omitempty"`
+}
+
+type plantJSON struct {
+	ID          string        `json:"id"`
+	BedID       uint64        `json:"bedid"`
+	Plant       string        `json:"plant,omitempty"`
+	Variety     string        `json:"variety,omitempty"`
+	SoilHumidty *float64      `json:"soil_humidty,omitempty"`
+	Harvest     string        `json:"harvest,omitempty"`
+	Yield       *float64      `json:"yield,omitempty"`
+	Health      []healthJSON  `json:"health,omitempty"`
+	PlantCoords *store.LatLon `json:"plant_coords,omitempty"`
+}
+
+// summaryFields fills the fields a bed and a plant share.
+func summaryFields(sum spatial.Summary) (harvest string, health []healthJSON) {
+	if sum.HarvestWeeks != nil {
+		harvest = spatial.HarvestText(*sum.HarvestWeeks)
+	}
+	for _, h := range sum.Health {
+		health = append(health, healthJSON{Type: h.Type, Loglevel: h.Level})
+	}
+	return harvest, health
+}
+
+func newBedJSON(id uint64, plantsURL string, b spatial.Bed, coords []*store.LatLon, now time.Time) bedJSON {
+	sum := spatial.Summarize(b.Plants, now)
+	out := bedJSON{ID: id, Plant: sum.Species, Variety: sum.Variety, Plants: plantsURL,
+		SoilHumidty: sum.SoilHumidity, Yield: sum.Yield}
+	out.Harvest, out.Health = summaryFields(sum)
+	// coords is in plant-name order, as b.Plants is.
+	for _, c := range coords {
+		if c != nil {
+			out.PlantCoords = append(out.PlantCoords, *c)
+		}
+	}
+	return out
+}
+
+func newPlantJSON(bedID uint64, p spatial.Plant, coord *store.LatLon, now time.Time) plantJSON {
+	sum := spatial.PlantSummary(p, now)
+	out := plantJSON{ID: p.ID, BedID: bedID, Plant: sum.Species, Variety: sum.Variety,
+		SoilHumidty: sum.SoilHumidity, Yield: sum.Yield, PlantCoords: coord}
+	out.Harvest, out.Health = summaryFields(sum)
+	return out
+}
+
+// plantCoords reads the stored positions of a bed's plants (one read transaction) and
+// returns them by plant index (nil where unknown), with the downloads to queue for
+// plants whose position is missing or stale. A stale position (computed from another
+// transform, frame or origin than the server reports now) is not served: it is as
+// unknown until recomputed, which from the kept PLY file takes milliseconds.
+func (s *Server) plantCoords(b spatial.Bed) ([]*store.LatLon, []store.CloudJob, error) {
+	state, err := s.store.CloudState(b.ProjectUUID)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := s.cfg.Now()
+	coords := make([]*store.LatLon, len(b.Plants))
+	var jobs []store.CloudJob
+	for i, p := range b.Plants {
+		in, ok := cloudInputsOf(b, p)
+		if !ok {
+			continue
+		}
+		if pos, fresh := state.Fresh(p.Cloud.UUID, in); fresh {
+			coords[i] = pos.Position
+			continue
+		}
+		if state.NeedsJob(p.Cloud.UUID, in, now, s.cfg.Clouds.Rearm) {
+			jobs = append(jobs, store.CloudJob{Project: b.ProjectUUID, Cloud: p.Cloud.UUID, CloudInputs: in})
+		}
+	}
+	return coords, jobs, nil
+}
+
+// cloudInputsOf is what p's position is computed from; ok is false when p has no cloud
+// or no cloud could give it a position (no transform for its frame, a bad transform
+// or origin, or a cloud uuid unfit for a file name).
+func cloudInputsOf(b spatial.Bed, p spatial.Plant) (store.CloudInputs, bool) {
+	c := p.Cloud
+	if c == nil {
+		return store.CloudInputs{}, false
+	}
+	if err := spatial.CheckPositionInputs(c.FrameID, c.Transform, b.Origin); err != nil || !store.ValidUUID(c.UUID) {
+		return store.CloudInputs{}, false
+	}
+	return store.CloudInputs{Frame: c.FrameID, Transform: storeTransform(c.Transform), Origin: store.LatLon(b.Origin)}, true
+}
+
+// baseURL is the scheme and host the client used, for absolute URLs. Behind a trusted
+// proxy, X-Forwarded-Proto and X-Forwarded-Host (their first values) say what the
+// client used; otherwise they could be forged and are ignored.
+func (s *Server) baseURL(r *http.Request) string {
+	scheme, host := "http", r.Host
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if s.cfg.TrustProxy {
+		if v := firstForwarded(r, "X-Forwarded-Proto"); v == "http" || v == "https" {
+			scheme = v
+		}
+		if v := firstForwarded(r, "X-Forwarded-Host"); validHost(v) {
+			host = v
+		}
+	}
+	return scheme + "://" + host
+}
+
+func firstForwarded(r *http.Request, name string) string {
+	v, _, _ := strings.Cut(r.Header.Get(name), ",")
+	return strings.ToLower(strings.TrimSpace(v))
+}
+
+// validHost accepts a host[:port] of printable characters that cannot end the
+// authority part of a URL.
+func validHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("/?#@\\", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/gardend/gardend/store"
+)
+
+// handleListBeds streams the garden's beds as NDJSON in ascending bed id, each line
+// written and flushed as soon as it and every earlier bed are ready. The beds are read
+// from the spatial server all at once (spatial.Client.Beds); a bed the server cannot
+// answer for becomes an error line and the stream goes on. The client going away
+// cancels the calls still outstanding. Point clouds found missing are queued in one
+// write when the stream ends, however it ends.
+func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
+	g, _, err := s.gardenFromPath(r)
+	if err == nil && s.spatial == nil {
+		err = errNoSpatial
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	beds, err := s.store.BedsOfGarden(g.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "application/x-ndjson")
+	h["Cache-Control"] = headerNoStore
+	w.WriteHeader(http.StatusOK)
+	if len(beds) == 0 {
+		return
+	}
+	rc.Flush() // the client sees the status before the first bed is ready
+
+	plantsURL := s.baseURL(r) + "/companies/" + idText(g.Company) + "/gardens/" + idText(g.ID) + "/beds/"
+	uuids := make([]string, len(beds))
+	for i, b := range beds {
+		uuids[i] = b.UUID
+	}
+	var jobs []store.CloudJob
+	defer func() { s.clouds.enqueue(jobs) }()
+	now := s.cfg.Now()
+	var line []byte
+	for res := range s.spatial.Beds(r.Context(), uuids) {
+		b := beds[res.Index]
+		url := plantsURL + idText(b.ID) + "/plants"
+		v := bedJSON{ID: b.ID, Plants: url}
+		if res.Err != nil {
+			v.Error = res.Err.Error()
+		} else if coords, bedJobs, err := s.plantCoords(res.Bed); err != nil {
+			s.log.Error().Err(err).Str("request_id", requestID(r)).Uint64("bed_id", b.ID).Msg("read plant positions")
+			v.Error = "could not read the stored plant positions; the server log has the details"
+		} else {
+			v = newBedJSON(b.ID, url, res.Bed, coords, now)
+			jobs = append(jobs, bedJobs...)
+		}
+		// One Write per line, so the stream never stops half-way through one.
+		line, err = appendJSONLine(line[:0], v)
+		if err != nil {
+			s.log.Error().Err(err).Uint64("bed_id", b.ID).Msg("encode bed")
+			line, _ = appendJSONLine(line[:0], bedJSON{ID: b.ID, Plants: url, Error: "the bed's data could not be encoded"})
+		}
+		// A large garden may stream for longer than the write timeout; it may go on as
+		// long as lines go out, and a client that stops reading is still cut off.
+		if err := s.extendWriteDeadline(w); err != nil {
+			return
+		}
+		if _, err := w.Write(line); err != nil {
+			return // the client went away; r.Context() cancels the rest
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+func appendJSONLine(buf []byte, v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return buf, err
+	}
+	return append(append(buf, data...), '\n'), nil
+}

@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/gardend/gardend/spatial"
+	"github.com/gardend/gardend/spatial/cloud"
+	"github.com/gardend/gardend/store"
+)
+
+// fetch makes one attempt at a job: the cloud from its PLY file when one was kept (a
+// job queued again for a changed transform needs no download), else from the spatial
+// server, kept as PLY; then the position, stored with the removal of the job in one
+// transaction. It logs one line per cloud.
+func (p *cloudPool) fetch(ctx context.Context, j store.CloudJob) cloudEvent {
+	start := time.Now()
+	ev := cloudEvent{Project: j.Project, Cloud: j.Cloud}
+	log := p.log.With().Str("project", j.Project).Str("cloud", j.Cloud).Logger()
+	path, err := plyPath(p.dir, j.Project, j.Cloud)
+	if err != nil {
+		ev.Err = err
+		p.failed(j, err)
+		return ev
+	}
+	pc, size, source, err := p.load(ctx, path, j)
+	if err != nil {
+		ev.Err = err
+		if ctx.Err() == nil {
+			p.failed(j, err)
+		}
+		return ev
+	}
+	ev.Bytes = size
+	pos := store.PlantPosition{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, Points: int(pc.Width) * int(pc.Height)}
+	ll, err := spatial.PlantPosition(pc, j.Frame, spatialTransform(j.Transform), spatial.LatLon(j.Origin))
+	if err != nil {
+		// The cloud yields no position with these inputs; that is an outcome, kept so
+		// the cloud is not fetched again until the inputs change.
+		pos.Reason = err.Error()
+	} else {
+		pos.Position = &store.LatLon{Lat: ll.Lat, Lon: ll.Lon}
+	}
+	if err := p.store.CompleteCloudJob(pos); err != nil {
+		ev.Err = err
+		if errors.Is(err, store.ErrNotFound) {
+			// The bed went while the cloud was on its way: so does the file.
+			os.Remove(path)
+			log.Info().Msg("point cloud dropped: no bed refers to its project any more")
+			return ev
+		}
+		p.failed(j, err)
+		return ev
+	}
+	line := log.Info().Str("source", source).Int("points", pos.Points).Int64("bytes", size).Dur("duration", time.Since(start))
+	if pos.Position != nil {
+		line.Float64("lat", pos.Position.Lat).Float64("lon", pos.Position.Lon).Msg("plant position computed")
+	} else {
+		line.Str("reason", pos.Reason).Msg("point cloud yields no plant position")
+	}
+	return ev
+}
+
+// load returns the job's cloud: from its kept PLY file, else downloaded and kept.
+// Failing to keep it is logged, not fatal: the position does not need the file.
+func (p *cloudPool) load(ctx context.Context, path string, j store.CloudJob) (pc cloud.PointCloud, size int64, source string, err error) {
+	pc, size, err = readPLYFile(path)
+	switch {
+	case err == nil:
+		return pc, size, "file", nil
+	case !errors.Is(err, fs.ErrNotExist):
+		p.log.Warn().Err(err).Str("path", path).Msg("kept point cloud unreadable; downloading it again")
+	}
+	pc, err = p.client.PointCloud(ctx, j.Project, j.Cloud)
+	if err != nil {
+		return cloud.PointCloud{}, 0, "", err
+	}
+	size, err = writePLYFile(path, pc)
+	if err != nil {
+		p.log.Error().Err(err).Str("path", path).Msg("keep point cloud as PLY")
+	}
+	return pc, size, "download", nil
+}
+
+// failed counts a failed attempt in the queue and logs it.
+func (p *cloudPool) failed(j store.CloudJob, cause error) {
+	rec, ok, err := p.store.RecordCloudFailure(j.Project, j.Cloud, j.CloudInputs, cause.Error(), p.cfg.Retry)
+	log := p.log.Warn().Err(cause).Str("project", j.Project).Str("cloud", j.Cloud)
+	switch {
+	case err != nil:
+		p.log.Error().Err(err).Str("project", j.Project).Str("cloud", j.Cloud).Msg("record a failed download")
+	case !ok:
+		log.Msg("point cloud download failed; its job was queued again meanwhile")
+	case rec.Failed:
+		log.Int("attempts", rec.Attempts).Msg("point cloud download failed; giving up until a request re-arms it")
+	default:
+		log.Int("attempts", rec.Attempts).Time("next_attempt", rec.NextAttempt).Msg("point cloud download failed; will retry")
+	}
+}
+
+// spatialTransform and storeTransform convert between the two packages' identical
+// transform types (the store keeps its own, as leaves do not import each other).
+func spatialTransform(t *store.Transform) *spatial.Transform {
+	if t == nil {
+		return nil
+	}
+	v := spatial.Transform(*t)
+	return &v
+}
+
+func storeTransform(t *spatial.Transform) *store.Transform {
+	if t == nil {
+		return nil
+	}
+	v := store.Transform(*t)
+	return &v
+}

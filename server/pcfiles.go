@@ -1,0 +1,126 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gardend/gardend/spatial/cloud"
+	"github.com/gardend/gardend/store"
+)
+
+// PointCloudDirName is the directory of downloaded point clouds inside the data
+// directory: pointclouds/<project uuid>/<cloud geometry uuid>.ply.
+const PointCloudDirName = "pointclouds"
+
+const plyTempPrefix = ".tmp-"
+
+// plyPath is where a cloud is kept. Cloud uuids come from the spatial server, so both
+// uuids are checked to be plain path elements before they become a path.
+func plyPath(dir, project, cloudUUID string) (string, error) {
+	if !store.ValidUUID(project) || !store.ValidUUID(cloudUUID) {
+		return "", fmt.Errorf("%w: project %q or cloud %q is not a uuid", store.ErrInvalid, project, cloudUUID)
+	}
+	return filepath.Join(dir, project, cloudUUID+".ply"), nil
+}
+
+// writePLYFile writes pc as binary PLY under a temporary name, syncs it and renames
+// it into place, so a crash never leaves a half-written cloud under the real name.
+func writePLYFile(path string, pc cloud.PointCloud) (size int64, err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, err
+	}
+	f, err := os.CreateTemp(dir, plyTempPrefix+"*.ply")
+	if err != nil {
+		return 0, err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err = cloud.WritePLY(f, pc); err != nil {
+		return 0, err
+	}
+	if err = f.Sync(); err != nil {
+		return 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if err = f.Close(); err != nil {
+		return 0, err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return 0, err
+	}
+	// The rename is durable once the directory is synced.
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return st.Size(), nil
+}
+
+// readPLYFile reads a kept cloud; os.ErrNotExist when there is none.
+func readPLYFile(path string) (cloud.PointCloud, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return cloud.PointCloud{}, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return cloud.PointCloud{}, 0, err
+	}
+	pc, err := cloud.ReadPLY(f)
+	return pc, st.Size(), err
+}
+
+// removeProjectClouds deletes the clouds kept for a project.
+func removeProjectClouds(dir, project string) error {
+	if !store.ValidUUID(project) {
+		return fmt.Errorf("%w: project %q is not a uuid", store.ErrInvalid, project)
+	}
+	return os.RemoveAll(filepath.Join(dir, project))
+}
+
+// sweepPointClouds deletes temporary files of interrupted writes. It runs before the
+// download workers start. Clouds of projects no bed refers to are left alone: only a
+// crash between a deletion's commit and its clean-up leaves them, they are a cache that
+// serves again if the project is registered again, and files under the data directory
+// may be an operator's (a restored backup's) to keep.
+func (s *Server) sweepPointClouds() error {
+	dir := filepath.Join(s.cfg.DataDir, PointCloudDirName)
+	projects, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range projects {
+		if !p.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(dir, p.Name()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, f := range files {
+			if strings.HasPrefix(f.Name(), plyTempPrefix) {
+				errs = append(errs, os.Remove(filepath.Join(dir, p.Name(), f.Name())))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

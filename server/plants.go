@@ -1,0 +1,37 @@
+package server
+
+import (
+	"net/http"
+)
+
+// handleListPlants answers {"plants": [...]} for one bed, per plant, in plant-name
+// order; 502 when the spatial server cannot answer. Missing point clouds are queued.
+func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
+	_, b, _, err := s.bedFromPath(r)
+	if err == nil && s.spatial == nil {
+		err = errNoSpatial
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	bed, err := s.spatial.Bed(r.Context(), b.UUID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	coords, jobs, err := s.plantCoords(bed)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.clouds.enqueue(jobs)
+	now := s.cfg.Now()
+	out := struct {
+		Plants []plantJSON `json:"plants"`
+	}{Plants: make([]plantJSON, len(bed.Plants))}
+	for i, p := range bed.Plants {
+		out.Plants[i] = newPlantJSON(b.ID, p, coords[i], now)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

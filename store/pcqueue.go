@@ -1,0 +1,188 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The point-cloud download queue lives in the database so that it survives restarts:
+// one item per project and cloud (so never twice), with what computing the position
+// needs and the state of its retries.
+
+// CloudJob is one queued point-cloud download.
+type CloudJob struct {
+	Project string `json:"project"`
+	Cloud   string `json:"cloud"`
+	CloudInputs
+	// Attempts counts failed attempts since the job was (re)queued.
+	Attempts    int       `json:"attempts"`
+	NextAttempt time.Time `json:"next_attempt"`
+	LastAttempt time.Time `json:"last_attempt,omitzero"`
+	LastError   string    `json:"last_error,omitempty"`
+	// Failed: the job ran out of attempts and waits to be re-armed.
+	Failed   bool      `json:"failed"`
+	Enqueued time.Time `json:"enqueued"`
+}
+
+// RetryPolicy says how failed downloads are retried.
+type RetryPolicy struct {
+	// MaxAttempts is how many failures a job may have before it is marked failed.
+	MaxAttempts int
+	// Backoff is the wait after the first failure; it doubles after each further one,
+	// up to MaxBackoff.
+	Backoff, MaxBackoff time.Duration
+}
+
+// Delay is the wait after the given (1-based) failed attempt.
+func (p RetryPolicy) Delay(attempt int) time.Duration {
+	d := p.Backoff
+	for i := 1; i < attempt && d < p.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, p.MaxBackoff)
+}
+
+func checkJobKey(project, cloud string) error {
+	if !ValidUUID(project) || !ValidUUID(cloud) {
+		return Invalid("uuid", fmt.Sprintf("project %q and cloud %q must be spatial-server uuids", project, cloud))
+	}
+	return nil
+}
+
+// EnqueueClouds queues downloads (Project, Cloud and CloudInputs of each job are
+// used) in one transaction and returns the jobs it wrote. A job is skipped when its
+// project has no bed any more, when a position for the same inputs exists, or when
+// it is queued for the same inputs already, unless it failed for good at least rearm
+// ago. rearm ≤ 0 forces every job given to be due now, failed or backing off (an
+// operator's prefetch). A written job starts over: no attempts, due now.
+func (s *Store) EnqueueClouds(jobs []CloudJob, rearm time.Duration) ([]CloudJob, error) {
+	for _, j := range jobs {
+		if err := checkJobKey(j.Project, j.Cloud); err != nil {
+			return nil, err
+		}
+	}
+	var written []CloudJob
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		written = nil
+		now := s.now().UTC()
+		b, pos := tx.Bucket(bucketCloudJobs), tx.Bucket(bucketPositions)
+		for _, j := range jobs {
+			key := cloudKey(j.Project, j.Cloud)
+			if !projectReferenced(tx, j.Project) {
+				continue
+			}
+			var p PlantPosition
+			if getJSON(pos, key, &p) == nil && p.CloudInputs.Equal(j.CloudInputs) {
+				continue
+			}
+			var old CloudJob
+			found := getJSON(b, key, &old) == nil
+			if rearm > 0 && found && old.CloudInputs.Equal(j.CloudInputs) &&
+				(!old.Failed || now.Before(old.LastAttempt.Add(rearm))) {
+				continue
+			}
+			nj := CloudJob{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, NextAttempt: now, Enqueued: now,
+				LastAttempt: old.LastAttempt, LastError: old.LastError}
+			if err := putJSON(b, key, nj); err != nil {
+				return err
+			}
+			written = append(written, nj)
+		}
+		return nil
+	})
+	return written, err
+}
+
+// DueCloudJobs returns up to limit jobs due now, earliest first; next is when the
+// earliest job not yet due will be (zero when none), pending the number of jobs not
+// marked failed.
+func (s *Store) DueCloudJobs(limit int) (due []CloudJob, next time.Time, pending int, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		due, next, pending = nil, time.Time{}, 0
+		now := s.now()
+		return eachUnder(tx, bucketCloudJobs, nil, func(j CloudJob) {
+			switch {
+			case j.Failed:
+				return
+			case j.NextAttempt.After(now):
+				if next.IsZero() || j.NextAttempt.Before(next) {
+					next = j.NextAttempt
+				}
+			default:
+				due = append(due, j)
+			}
+			pending++
+		})
+	})
+	slices.SortStableFunc(due, func(a, b CloudJob) int { return a.NextAttempt.Compare(b.NextAttempt) })
+	if len(due) > limit {
+		due = due[:limit]
+	}
+	return due, next, pending, err
+}
+
+// CompleteCloudJob stores a computed position and removes its queue item, in one
+// transaction. The item stays when it was queued again for other inputs meanwhile.
+// A project no bed refers to any more (deleted while its cloud was downloading) is
+// ErrNotFound: nothing is stored and the caller removes what it wrote.
+func (s *Store) CompleteCloudJob(p PlantPosition) error {
+	if err := checkJobKey(p.Project, p.Cloud); err != nil {
+		return err
+	}
+	if p.Computed.IsZero() {
+		p.Computed = s.now().UTC()
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if !projectReferenced(tx, p.Project) {
+			return fmt.Errorf("%w: no bed refers to project %s any more", ErrNotFound, p.Project)
+		}
+		key := cloudKey(p.Project, p.Cloud)
+		if err := putJSON(tx.Bucket(bucketPositions), key, p); err != nil {
+			return err
+		}
+		b := tx.Bucket(bucketCloudJobs)
+		var j CloudJob
+		if getJSON(b, key, &j) == nil && j.CloudInputs.Equal(p.CloudInputs) {
+			return b.Delete(key)
+		}
+		return nil
+	})
+}
+
+// RecordCloudFailure counts a failed attempt of the job queued for project, cloud and
+// inputs in: it is due again after the policy's delay, or marked failed once it has
+// had MaxAttempts. A job gone or queued again for other inputs is left alone (ok is
+// false). The updated job is returned.
+func (s *Store) RecordCloudFailure(project, cloud string, in CloudInputs, reason string, p RetryPolicy) (j CloudJob, ok bool, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketCloudJobs)
+		key := cloudKey(project, cloud)
+		j, ok = CloudJob{}, false
+		if getJSON(b, key, &j) != nil || !j.CloudInputs.Equal(in) {
+			return nil
+		}
+		now := s.now().UTC()
+		j.Attempts++
+		j.LastAttempt, j.LastError = now, reason
+		if j.Attempts >= p.MaxAttempts {
+			j.Failed = true
+		} else {
+			j.NextAttempt = now.Add(p.Delay(j.Attempts))
+		}
+		ok = true
+		return putJSON(b, key, j)
+	})
+	return j, ok, err
+}
+
+// CloudJobs lists the whole queue, by project and cloud.
+func (s *Store) CloudJobs() ([]CloudJob, error) {
+	out := []CloudJob{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return eachUnder(tx, bucketCloudJobs, nil, func(j CloudJob) { out = append(out, j) })
+	})
+	return out, err
+}

@@ -1,0 +1,292 @@
+package store_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gardend/gardend/store"
+)
+
+// queueStore is a store with a settable clock and a garden with beds on uuidA and uuidB.
+type queueStore struct {
+	*store.Store
+	now    time.Time
+	garden store.Garden
+}
+
+func newQueueStore(t *testing.T) *queueStore {
+	t.Helper()
+	qs := &queueStore{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	path := filepath.Join(t.TempDir(), store.FileName)
+	st, err := store.Open(path, store.Options{Now: func() time.Time { return qs.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.CheckIndexes(); err != nil {
+			t.Errorf("index check: %v", err)
+		}
+		st.Close()
+	})
+	qs.Store = st
+	alice := mustUser(t, st, "alice")
+	qs.garden = mustGarden(t, st, mustCompany(t, st, alice, "c"), "g")
+	for _, u := range []string{uuidA, uuidB} {
+		if _, err := st.CreateBed(qs.garden.ID, u, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return qs
+}
+
+var (
+	inputsMap = store.CloudInputs{Frame: "map", Origin: store.LatLon{Lat: 52.3, Lon: 7.6}}
+	inputsCam = store.CloudInputs{Frame: "cam", Origin: store.LatLon{Lat: 52.3, Lon: 7.6},
+		Transform: &store.Transform{Translation: [3]float64{1, 2, 0.5}, Rotation: [4]float64{0, 0, 0.1, 0.99}}}
+	policy = store.RetryPolicy{MaxAttempts: 3, Backoff: time.Second, MaxBackoff: 3 * time.Second}
+)
+
+func job(project, cloud string, in store.CloudInputs) store.CloudJob {
+	return store.CloudJob{Project: project, Cloud: cloud, CloudInputs: in}
+}
+
+func mustEnqueue(t *testing.T, st *queueStore, rearm time.Duration, jobs ...store.CloudJob) int {
+	t.Helper()
+	written, err := st.EnqueueClouds(jobs, rearm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(written)
+}
+
+func TestCloudInputsEqual(t *testing.T) {
+	tf := *inputsCam.Transform
+	other := inputsCam
+	other.Transform = &tf
+	if !inputsCam.Equal(other) {
+		t.Error("equal transforms behind different pointers differ")
+	}
+	tf.Rotation[3] = 0.98
+	if inputsCam.Equal(other) || inputsCam.Equal(inputsMap) {
+		t.Error("different inputs compare equal")
+	}
+	moved := inputsMap
+	moved.Origin.Lat += 1e-9
+	if inputsMap.Equal(moved) {
+		t.Error("a moved origin compares equal")
+	}
+}
+
+func TestEnqueueCloudsOncePerCloud(t *testing.T) {
+	st := newQueueStore(t)
+	if n := mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsMap), job(uuidA, "c2", inputsCam), job(uuidB, "c1", inputsMap)); n != 3 {
+		t.Fatalf("queued %d, want 3", n)
+	}
+	// The same clouds again: nothing to write; the same cloud uuid in another project
+	// was a separate job.
+	if n := mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsMap), job(uuidB, "c1", inputsMap)); n != 0 {
+		t.Fatalf("queued %d again", n)
+	}
+	// New inputs replace the queued ones.
+	if n := mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsCam)); n != 1 {
+		t.Fatalf("changed inputs: queued %d", n)
+	}
+	jobs, err := st.CloudJobs()
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("queue %v: %v", jobs, err)
+	}
+	if jobs[0].Cloud != "c1" || !jobs[0].CloudInputs.Equal(inputsCam) || !jobs[0].NextAttempt.Equal(st.now) {
+		t.Errorf("first job %+v", jobs[0])
+	}
+	// A project no bed refers to is not queued; bad uuids are refused.
+	if n := mustEnqueue(t, st, time.Hour, job("0000-unknown", "c1", inputsMap)); n != 0 {
+		t.Errorf("queued %d for an unreferenced project", n)
+	}
+	_, err = st.EnqueueClouds([]store.CloudJob{job(uuidA, "../etc", inputsMap)}, time.Hour)
+	wantErr(t, err, store.ErrInvalid)
+}
+
+func TestCloudJobRetriesAndRearm(t *testing.T) {
+	st := newQueueStore(t)
+	mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsMap), job(uuidA, "c2", inputsMap))
+	due, next, pending, err := st.DueCloudJobs(10)
+	if err != nil || len(due) != 2 || !next.IsZero() || pending != 2 {
+		t.Fatalf("due %d next %v pending %d: %v", len(due), next, pending, err)
+	}
+	// Backoff 1s, 2s, then failed at the third attempt.
+	for attempt, wantDelay := range []time.Duration{time.Second, 2 * time.Second} {
+		j, ok, err := st.RecordCloudFailure(uuidA, "c1", inputsMap, "unavailable", policy)
+		if err != nil || !ok || j.Attempts != attempt+1 || j.Failed || !j.NextAttempt.Equal(st.now.Add(wantDelay)) {
+			t.Fatalf("attempt %d: %+v %v %v", attempt+1, j, ok, err)
+		}
+		due, next, _, _ = st.DueCloudJobs(10)
+		if len(due) != 1 || due[0].Cloud != "c2" || !next.Equal(j.NextAttempt) {
+			t.Fatalf("after a failure: due %v next %v", due, next)
+		}
+		st.now = st.now.Add(wantDelay)
+	}
+	j, _, _ := st.RecordCloudFailure(uuidA, "c1", inputsMap, "still unavailable", policy)
+	if !j.Failed || j.Attempts != 3 || j.LastError != "still unavailable" {
+		t.Fatalf("third failure: %+v", j)
+	}
+	due, next, pending, _ = st.DueCloudJobs(10)
+	if len(due) != 1 || !next.IsZero() || pending != 1 {
+		t.Fatalf("a failed job is neither due nor pending: due %v next %v pending %d", due, next, pending)
+	}
+	// A failure for other inputs (the job was queued again meanwhile) is ignored.
+	if _, ok, _ := st.RecordCloudFailure(uuidA, "c2", inputsCam, "x", policy); ok {
+		t.Error("failure recorded for other inputs")
+	}
+
+	state, _ := st.CloudState(uuidA)
+	if state.NeedsJob("c1", inputsMap, st.now, time.Hour) {
+		t.Error("a failed job is re-armed before its cool-down")
+	}
+	if n := mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsMap)); n != 0 {
+		t.Errorf("re-armed %d before the cool-down", n)
+	}
+	st.now = st.now.Add(time.Hour)
+	if !state.NeedsJob("c1", inputsMap, st.now, time.Hour) {
+		t.Error("a failed job is not re-armed after its cool-down")
+	}
+	if n := mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsMap)); n != 1 {
+		t.Fatalf("re-armed %d after the cool-down", n)
+	}
+	state, _ = st.CloudState(uuidA)
+	if j := state.Jobs["c1"]; j.Failed || j.Attempts != 0 || j.LastError != "still unavailable" {
+		t.Errorf("re-armed job %+v", j)
+	}
+
+	// A forced enqueue makes a job backing off due now.
+	st.RecordCloudFailure(uuidA, "c2", inputsMap, "x", policy)
+	if n := mustEnqueue(t, st, 0, job(uuidA, "c2", inputsMap)); n != 1 {
+		t.Fatalf("forced: %d", n)
+	}
+	if due, _, _, _ := st.DueCloudJobs(10); len(due) != 2 {
+		t.Errorf("due after forcing: %v", due)
+	}
+}
+
+func TestCompleteCloudJob(t *testing.T) {
+	st := newQueueStore(t)
+	mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsCam), job(uuidA, "c2", inputsMap))
+	pos := store.PlantPosition{Project: uuidA, Cloud: "c1", CloudInputs: inputsCam, Position: &store.LatLon{Lat: 52.30001, Lon: 7.60002}, Points: 500}
+	if err := st.CompleteCloudJob(pos); err != nil {
+		t.Fatal(err)
+	}
+	state, err := st.CloudState(uuidA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := state.Fresh("c1", inputsCam)
+	if !ok || *got.Position != *pos.Position || got.Points != 500 || !got.Computed.Equal(st.now) {
+		t.Fatalf("position %+v %v", got, ok)
+	}
+	if _, queued := state.Jobs["c1"]; queued || len(state.Jobs) != 1 {
+		t.Errorf("jobs after completion: %v", state.Jobs)
+	}
+	if state.NeedsJob("c1", inputsCam, st.now, time.Hour) {
+		t.Error("a fresh position needs a job")
+	}
+	// Stale: the transform changed since.
+	moved := inputsCam
+	moved.Transform = &store.Transform{Rotation: [4]float64{0, 0, 0, 1}}
+	if _, ok := state.Fresh("c1", moved); ok || !state.NeedsJob("c1", moved, st.now, time.Hour) {
+		t.Error("a position for other inputs counts as fresh")
+	}
+	if n := mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsCam)); n != 0 {
+		t.Error("a cloud with a fresh position was queued")
+	}
+
+	// Completed for inputs that were replaced meanwhile: stored, the newer job stays.
+	mustEnqueue(t, st, time.Hour, job(uuidA, "c1", moved))
+	if err := st.CompleteCloudJob(pos); err != nil {
+		t.Fatal(err)
+	}
+	state, _ = st.CloudState(uuidA)
+	if j, ok := state.Jobs["c1"]; !ok || !j.CloudInputs.Equal(moved) {
+		t.Errorf("the newer job went: %v", state.Jobs)
+	}
+
+	// A cloud that yields no position is kept as such.
+	none := store.PlantPosition{Project: uuidA, Cloud: "c2", CloudInputs: inputsMap, Reason: "no usable point"}
+	if err := st.CompleteCloudJob(none); err != nil {
+		t.Fatal(err)
+	}
+	state, _ = st.CloudState(uuidA)
+	if p, ok := state.Fresh("c2", inputsMap); !ok || p.Position != nil || p.Reason == "" {
+		t.Errorf("no-position outcome %+v", p)
+	}
+	_, err = st.CloudState(uuidB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.CompleteCloudJob(store.PlantPosition{Project: "0000-gone", Cloud: "c1"})
+	wantErr(t, err, store.ErrNotFound)
+}
+
+// TestDeleteDropsCloudsOfUnreferencedProjects: positions and queue items go with the
+// last bed of their project, and stay while another garden's bed refers to it.
+func TestDeleteDropsCloudsOfUnreferencedProjects(t *testing.T) {
+	st := newQueueStore(t)
+	g2 := mustGarden(t, st.Store, store.Company{ID: st.garden.Company}, "g2")
+	shared, err := st.CreateBed(g2.ID, uuidA, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsMap), job(uuidA, "c2", inputsMap), job(uuidB, "c1", inputsMap))
+	if err := st.CompleteCloudJob(store.PlantPosition{Project: uuidA, Cloud: "c1", CloudInputs: inputsMap, Position: &store.LatLon{}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.DeleteGarden(st.garden.Company, st.garden.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.BedUUIDs) != 1 || r.BedUUIDs[0] != uuidB {
+		t.Fatalf("BedUUIDs %v", r.BedUUIDs)
+	}
+	a, _ := st.CloudState(uuidA)
+	b, _ := st.CloudState(uuidB)
+	if len(a.Positions) != 1 || len(a.Jobs) != 1 || len(b.Jobs) != 0 {
+		t.Fatalf("after deleting the garden: A %v %v, B %v", a.Positions, a.Jobs, b.Jobs)
+	}
+	r, err = st.DeleteBed(g2.ID, shared.ID)
+	if err != nil || len(r.BedUUIDs) != 1 {
+		t.Fatalf("delete the last bed of A: %v %v", r, err)
+	}
+	a, _ = st.CloudState(uuidA)
+	if len(a.Positions)+len(a.Jobs) != 0 {
+		t.Fatalf("project A's clouds stayed: %v %v", a.Positions, a.Jobs)
+	}
+}
+
+func TestBedStatuses(t *testing.T) {
+	st := newQueueStore(t)
+	mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsMap), job(uuidA, "c2", inputsMap), job(uuidA, "c3", inputsMap))
+	st.CompleteCloudJob(store.PlantPosition{Project: uuidA, Cloud: "c1", CloudInputs: inputsMap, Position: &store.LatLon{}})
+	st.CompleteCloudJob(store.PlantPosition{Project: uuidA, Cloud: "c2", CloudInputs: inputsMap, Reason: "empty"})
+	for range policy.MaxAttempts {
+		st.RecordCloudFailure(uuidA, "c3", inputsMap, "x", policy)
+	}
+	all, err := st.BedStatuses()
+	if err != nil || len(all) != 2 {
+		t.Fatalf("%v %v", all, err)
+	}
+	if s := all[0]; s.UUID != uuidA || s.Garden != st.garden.ID || s.Positions != 1 || s.NoPosition != 1 || s.Queued != 0 || s.Failed != 1 {
+		t.Errorf("status %+v", s)
+	}
+	beds, err := st.Beds()
+	if err != nil || len(beds) != 2 || beds[1].UUID != uuidB || beds[1].Garden != st.garden.ID {
+		t.Errorf("beds %+v %v", beds, err)
+	}
+}
+
+func TestRetryPolicyDelay(t *testing.T) {
+	p := store.RetryPolicy{Backoff: 2 * time.Second, MaxBackoff: 10 * time.Second}
+	for attempt, want := range []time.Duration{2, 4, 8, 10, 10} {
+		if got := p.Delay(attempt + 1); got != want*time.Second {
+			t.Errorf("Delay(%d) = %v, want %v", attempt+1, got, want*time.Second)
+		}
+	}
+}
