@@ -27,7 +27,7 @@ func (o *spatialOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.tls, "spatial-tls", false, "connect to the spatial server with TLS (system roots, or --spatial-ca)")
 	f.StringVar(&o.caFile, "spatial-ca", "", "PEM file of CA certificates for the spatial server (implies --spatial-tls)")
 	f.DurationVar(&o.timeout, "spatial-timeout", 5*time.Second, "deadline of each call to the spatial server")
-	f.IntVar(&o.concurrency, "spatial-concurrency", 64, "most calls to the spatial server in flight at once")
+	f.IntVar(&o.concurrency, "spatial-concurrency", spatial.DefaultMaxInFlight, "most calls to the spatial server in flight at once")
 	f.DurationVar(&o.cacheTTL, "spatial-cache-ttl", 30*time.Second, "how long answers of the spatial server are reused (0 disables the cache)")
 	f.IntVar(&o.workers, "pointcloud-workers", server.DefaultCloudWorkers, "point clouds downloaded at once in the background")
 }

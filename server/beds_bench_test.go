@@ -25,9 +25,9 @@ func BenchmarkBedsStream(b *testing.B) {
 		cache       bool
 		warm        bool
 	}{
-		{"cold", 64, true, false},
-		{"cold/concurrency-256", 256, true, false},
-		{"warm", 64, true, true},
+		{"cold", spatial.DefaultMaxInFlight, true, false},
+		{"cold/concurrency-64", 64, true, false},
+		{"warm", spatial.DefaultMaxInFlight, true, true},
 		{"original", 1, false, false},
 	}
 	for _, bc := range cases {

@@ -19,6 +19,13 @@ import (
 // CacheDisabled as ClientConfig.CacheTTL turns the answer cache off.
 const CacheDisabled time.Duration = -1
 
+// DefaultMaxInFlight lets a cold 6 × 33 garden (about 430 calls once the project
+// details are in) finish in about two more round trips: at 64 it took seven waves, 263 ms
+// at 30 ms per call, against 111 ms at 256. The calls share one HTTP/2 connection and
+// each costs the server one small lookup; lower it with --spatial-concurrency for a
+// small spatial server.
+const DefaultMaxInFlight = 256
+
 // ClientConfig configures a Client. Zero values take the documented defaults.
 type ClientConfig struct {
 	// Addr is the spatial server's host:port (or any gRPC target).
@@ -32,7 +39,8 @@ type ClientConfig struct {
 	// CloudTimeout bounds each attempt of a point-cloud download: clouds of up to
 	// about 100 MiB need far longer than a small call. Default 2m.
 	CloudTimeout time.Duration
-	// MaxInFlight caps the calls in flight over the whole client. Default 64.
+	// MaxInFlight caps the calls in flight over the whole client. Default
+	// DefaultMaxInFlight.
 	MaxInFlight int
 	// CacheTTL is how long answers (project details, measurements, instances, classes,
 	// transforms) are kept. Default 30s; CacheDisabled (any negative value) turns the
@@ -59,7 +67,7 @@ func (c ClientConfig) withDefaults() ClientConfig {
 		c.CloudTimeout = 2 * time.Minute
 	}
 	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = 64
+		c.MaxInFlight = DefaultMaxInFlight
 	}
 	if c.CacheTTL == 0 {
 		c.CacheTTL = 30 * time.Second
