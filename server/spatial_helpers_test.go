@@ -19,12 +19,12 @@ import (
 
 // Method names counted on the demo server.
 const (
-	mDetails     = "/seerep.MetaOperations/GetProjectDetails"
-	mMeasurement = "/seerep.MeasurementService/GetMeasurementByUUID"
-	mInstance    = "/seerep.LabelService/GetInstance"
-	mClass       = "/seerep.LabelService/GetClass"
-	mTransform   = "/seerep.TfService/GetTransformStamped"
-	mCloud       = "/seerep.PointCloudService/GetPointCloud2ByUUID"
+	mDetails     = demo.MethodProjectDetails
+	mMeasurement = demo.MethodMeasurement
+	mInstance    = demo.MethodInstance
+	mClass       = demo.MethodClass
+	mTransform   = demo.MethodTransform
+	mCloud       = demo.MethodPointCloud
 )
 
 // startDemoSpatial serves ds on a loopback port until the test ends.

@@ -14,14 +14,14 @@ import (
 	"github.com/gardend/gardend/spatial/demo"
 )
 
-// Method names the tests count on the demo server.
+// Method names counted on the demo server.
 const (
-	mDetails     = "/seerep.MetaOperations/GetProjectDetails"
-	mMeasurement = "/seerep.MeasurementService/GetMeasurementByUUID"
-	mInstance    = "/seerep.LabelService/GetInstance"
-	mClass       = "/seerep.LabelService/GetClass"
-	mTransform   = "/seerep.TfService/GetTransformStamped"
-	mCloud       = "/seerep.PointCloudService/GetPointCloud2ByUUID"
+	mDetails     = demo.MethodProjectDetails
+	mMeasurement = demo.MethodMeasurement
+	mInstance    = demo.MethodInstance
+	mClass       = demo.MethodClass
+	mTransform   = demo.MethodTransform
+	mCloud       = demo.MethodPointCloud
 )
 
 // startDemo serves ds on a free loopback port for the test's duration.
