@@ -94,12 +94,9 @@ func (s *Store) CreateBed(gardenID uint64, uuid, name string) (Bed, error) {
 }
 
 func getBed(tx *bolt.Tx, id uint64) (Bed, error) {
-	var rec bedRecord
-	if err := getJSON(tx.Bucket(bucketBeds), itob(id), &rec); err != nil {
-		if err == ErrNotFound {
-			return Bed{}, fmt.Errorf("bed %d: %w", id, ErrNotFound)
-		}
-		return Bed{}, fmt.Errorf("decode bed %d: %w", id, err)
+	rec, err := getRecord[bedRecord](tx, bucketBeds, "bed", id)
+	if err != nil {
+		return Bed{}, err
 	}
 	return rec.bed(), nil
 }

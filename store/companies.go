@@ -61,14 +61,7 @@ func (s *Store) CreateCompany(creatorID uint64, name string) (Company, error) {
 }
 
 func getCompany(tx *bolt.Tx, id uint64) (Company, error) {
-	var c Company
-	if err := getJSON(tx.Bucket(bucketCompanies), itob(id), &c); err != nil {
-		if err == ErrNotFound {
-			return Company{}, fmt.Errorf("company %d: %w", id, ErrNotFound)
-		}
-		return Company{}, fmt.Errorf("decode company %d: %w", id, err)
-	}
-	return c, nil
+	return getRecord[Company](tx, bucketCompanies, "company", id)
 }
 
 // Company returns the company with id.

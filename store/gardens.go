@@ -50,14 +50,7 @@ func (s *Store) CreateGarden(companyID uint64, name string) (Garden, error) {
 }
 
 func getGarden(tx *bolt.Tx, id uint64) (Garden, error) {
-	var g Garden
-	if err := getJSON(tx.Bucket(bucketGardens), itob(id), &g); err != nil {
-		if err == ErrNotFound {
-			return Garden{}, fmt.Errorf("garden %d: %w", id, ErrNotFound)
-		}
-		return Garden{}, fmt.Errorf("decode garden %d: %w", id, err)
-	}
-	return g, nil
+	return getRecord[Garden](tx, bucketGardens, "garden", id)
 }
 
 // gardenOf loads a garden addressed under a company: one of another company is

@@ -164,6 +164,21 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 	return b.Put(key, data)
 }
 
+// getRecord decodes the record stored at id in bucket. kind names the record in
+// errors: "garden 3: not found" wraps ErrNotFound, a damaged record does not.
+func getRecord[T any](tx *bolt.Tx, bucket []byte, kind string, id uint64) (T, error) {
+	var v T
+	data := tx.Bucket(bucket).Get(itob(id))
+	if data == nil {
+		return v, fmt.Errorf("%s %d: %w", kind, id, ErrNotFound)
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		var zero T
+		return zero, fmt.Errorf("decode %s %d: %w", kind, id, err)
+	}
+	return v, nil
+}
+
 // getJSON decodes the value at key into v inside the transaction (which copies it out).
 func getJSON(b *bolt.Bucket, key []byte, v any) error {
 	data := b.Get(key)

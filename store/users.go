@@ -163,12 +163,9 @@ func (r userRecord) withHash() User {
 }
 
 func getUser(tx *bolt.Tx, id uint64) (User, error) {
-	var rec userRecord
-	if err := getJSON(tx.Bucket(bucketUsers), itob(id), &rec); err != nil {
-		if err == ErrNotFound {
-			return User{}, fmt.Errorf("user %d: %w", id, ErrNotFound)
-		}
-		return User{}, fmt.Errorf("decode user %d: %w", id, err)
+	rec, err := getRecord[userRecord](tx, bucketUsers, "user", id)
+	if err != nil {
+		return User{}, err
 	}
 	return rec.withHash(), nil
 }
@@ -283,18 +280,14 @@ func (s *Store) updateUser(id uint64, fn func(tx *bolt.Tx, r *userRecord) error)
 	// generation and does not cache the old record.
 	defer s.users.invalidate(id)
 	return s.db.Update(func(tx *bolt.Tx) error {
-		users := tx.Bucket(bucketUsers)
-		var rec userRecord
-		if err := getJSON(users, itob(id), &rec); err != nil {
-			if err == ErrNotFound {
-				return fmt.Errorf("user %d: %w", id, ErrNotFound)
-			}
+		rec, err := getRecord[userRecord](tx, bucketUsers, "user", id)
+		if err != nil {
 			return err
 		}
 		if err := fn(tx, &rec); err != nil {
 			return err
 		}
-		return putJSON(users, itob(id), rec)
+		return putJSON(tx.Bucket(bucketUsers), itob(id), rec)
 	})
 }
 
