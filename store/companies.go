@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -78,14 +77,7 @@ func (s *Store) Company(id uint64) (Company, error) {
 func (s *Store) Companies() ([]Company, error) {
 	out := []Company{}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketCompanies).ForEach(func(k, v []byte) error {
-			var c Company
-			if err := json.Unmarshal(v, &c); err != nil {
-				return fmt.Errorf("decode company %d: %w", btoi(k), err)
-			}
-			out = append(out, c)
-			return nil
-		})
+		return eachUnder(tx, bucketCompanies, nil, func(c Company) { out = append(out, c) })
 	})
 	return out, err
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -92,14 +91,7 @@ func (s *Store) Garden(id uint64) (Garden, error) {
 func (s *Store) Gardens() ([]Garden, error) {
 	out := []Garden{}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketGardens).ForEach(func(k, v []byte) error {
-			var g Garden
-			if err := json.Unmarshal(v, &g); err != nil {
-				return fmt.Errorf("decode garden %d: %w", btoi(k), err)
-			}
-			out = append(out, g)
-			return nil
-		})
+		return eachUnder(tx, bucketGardens, nil, func(g Garden) { out = append(out, g) })
 	})
 	return out, err
 }

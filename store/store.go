@@ -179,6 +179,20 @@ func getRecord[T any](tx *bolt.Tx, bucket []byte, kind string, id uint64) (T, er
 	return v, nil
 }
 
+// eachUnder decodes every value of bucket under prefix (nil for all of them) into a
+// fresh T and hands it to fn; decoding copies it out of bbolt.
+func eachUnder[T any](tx *bolt.Tx, bucket, prefix []byte, fn func(v T)) error {
+	c := tx.Bucket(bucket).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var t T
+		if err := json.Unmarshal(v, &t); err != nil {
+			return fmt.Errorf("decode %s %q: %w", bucket, k, err)
+		}
+		fn(t)
+	}
+	return nil
+}
+
 // getJSON decodes the value at key into v inside the transaction (which copies it out).
 func getJSON(b *bolt.Bucket, key []byte, v any) error {
 	data := b.Get(key)

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -295,14 +294,7 @@ func (s *Store) updateUser(id uint64, fn func(tx *bolt.Tx, r *userRecord) error)
 func (s *Store) ListUsers() ([]User, error) {
 	var out []User
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketUsers).ForEach(func(k, v []byte) error {
-			var rec userRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("decode user %d: %w", btoi(k), err)
-			}
-			out = append(out, rec.User)
-			return nil
-		})
+		return eachUnder(tx, bucketUsers, nil, func(rec userRecord) { out = append(out, rec.User) })
 	})
 	return out, err
 }
