@@ -145,22 +145,13 @@ func (s *Store) BedsOfGarden(gardenID uint64) ([]Bed, error) {
 // DeleteBed removes a bed of the garden. Removed.BedUUIDs holds its uuid when no other
 // bed refers to that project any more.
 func (s *Store) DeleteBed(gardenID, bedID uint64) (Removed, error) {
-	var r Removed
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		r = Removed{}
+	return s.deleteInTx(func(tx *bolt.Tx, r *Removed) error {
 		b, err := bedOf(tx, gardenID, bedID)
 		if err != nil {
 			return err
 		}
-		if err := deleteBed(tx, b, &r); err != nil {
-			return err
-		}
-		return r.settle(tx)
+		return deleteBed(tx, b, r)
 	})
-	if err != nil {
-		return Removed{}, err
-	}
-	return r, nil
 }
 
 func deleteBed(tx *bolt.Tx, b Bed, r *Removed) error {

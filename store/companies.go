@@ -103,9 +103,7 @@ func (s *Store) CompaniesOfUser(userID uint64) ([]Company, error) {
 // coordinates, and every permission on any of them, in one transaction. The caller
 // deletes the files listed in Removed after it returns.
 func (s *Store) DeleteCompany(id uint64) (Removed, error) {
-	var r Removed
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		r = Removed{}
+	return s.deleteInTx(func(tx *bolt.Tx, r *Removed) error {
 		if _, err := getCompany(tx, id); err != nil {
 			return err
 		}
@@ -114,7 +112,7 @@ func (s *Store) DeleteCompany(id uint64) (Removed, error) {
 			if err != nil {
 				return err
 			}
-			if err := deleteGarden(tx, g, &r); err != nil {
+			if err := deleteGarden(tx, g, r); err != nil {
 				return err
 			}
 		}
@@ -123,13 +121,6 @@ func (s *Store) DeleteCompany(id uint64) (Removed, error) {
 				return err
 			}
 		}
-		if err := tx.Bucket(bucketCompanies).Delete(itob(id)); err != nil {
-			return err
-		}
-		return r.settle(tx)
+		return tx.Bucket(bucketCompanies).Delete(itob(id))
 	})
-	if err != nil {
-		return Removed{}, err
-	}
-	return r, nil
 }

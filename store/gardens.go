@@ -164,22 +164,13 @@ func (s *Store) CompanyGardensVisibleTo(companyID, userID uint64) ([]Garden, err
 // coordinates and permissions in one transaction. The caller deletes the files listed
 // in Removed after it returns.
 func (s *Store) DeleteGarden(companyID, gardenID uint64) (Removed, error) {
-	var r Removed
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		r = Removed{}
+	return s.deleteInTx(func(tx *bolt.Tx, r *Removed) error {
 		g, err := gardenOf(tx, companyID, gardenID)
 		if err != nil {
 			return err
 		}
-		if err := deleteGarden(tx, g, &r); err != nil {
-			return err
-		}
-		return r.settle(tx)
+		return deleteGarden(tx, g, r)
 	})
-	if err != nil {
-		return Removed{}, err
-	}
-	return r, nil
 }
 
 // deleteGarden removes g and everything that hangs off it, recording in r what lives
