@@ -125,19 +125,14 @@ func (s *Store) Bed(gardenID, bedID uint64) (Bed, error) {
 
 // BedsOfGarden returns the garden's beds by ascending id.
 func (s *Store) BedsOfGarden(gardenID uint64) ([]Bed, error) {
-	out := []Bed{}
+	var out []Bed
 	err := s.db.View(func(tx *bolt.Tx) error {
 		if _, err := getGarden(tx, gardenID); err != nil {
 			return err
 		}
-		for _, id := range idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID)) {
-			b, err := getBed(tx, id)
-			if err != nil {
-				return err
-			}
-			out = append(out, b)
-		}
-		return nil
+		var err error
+		out, err = getEach(tx, getBed, idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID)))
+		return err
 	})
 	return out, err
 }

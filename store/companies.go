@@ -85,16 +85,11 @@ func (s *Store) Companies() ([]Company, error) {
 // CompaniesOfUser returns the companies on which the user holds a company permission,
 // by id. Garden permissions do not count (decisions.md: GET /companies).
 func (s *Store) CompaniesOfUser(userID uint64) ([]Company, error) {
-	out := []Company{}
+	var out []Company
 	err := s.db.View(func(tx *bolt.Tx) error {
-		for _, id := range idsUnder(tx.Bucket(bucketUserCompany), itob(userID)) {
-			c, err := getCompany(tx, id)
-			if err != nil {
-				return err
-			}
-			out = append(out, c)
-		}
-		return nil
+		var err error
+		out, err = getEach(tx, getCompany, idsUnder(tx.Bucket(bucketUserCompany), itob(userID)))
+		return err
 	})
 	return out, err
 }

@@ -65,18 +65,6 @@ func gardenOf(tx *bolt.Tx, companyID, gardenID uint64) (Garden, error) {
 	return g, nil
 }
 
-func getGardens(tx *bolt.Tx, ids []uint64) ([]Garden, error) {
-	out := make([]Garden, 0, len(ids))
-	for _, id := range ids {
-		g, err := getGarden(tx, id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, nil
-}
-
 // Garden returns the garden with id, of whichever company.
 func (s *Store) Garden(id uint64) (Garden, error) {
 	var g Garden
@@ -119,7 +107,7 @@ func (s *Store) GardensVisibleTo(userID uint64) ([]Garden, error) {
 		}
 		slices.Sort(ids)
 		var err error
-		out, err = getGardens(tx, ids)
+		out, err = getEach(tx, getGarden, ids)
 		return err
 	})
 	return out, err
@@ -133,7 +121,7 @@ func (s *Store) GardensOfCompany(companyID uint64) ([]Garden, error) {
 			return err
 		}
 		var err error
-		out, err = getGardens(tx, idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID)))
+		out, err = getEach(tx, getGarden, idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID)))
 		return err
 	})
 	return out, err
@@ -154,7 +142,7 @@ func (s *Store) CompanyGardensVisibleTo(companyID, userID uint64) ([]Garden, err
 			ids = idsUnder(tx.Bucket(bucketUserGarden), pairKey(userID, companyID))
 		}
 		var err error
-		out, err = getGardens(tx, ids)
+		out, err = getEach(tx, getGarden, ids)
 		return err
 	})
 	return out, err

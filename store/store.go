@@ -179,6 +179,20 @@ func getRecord[T any](tx *bolt.Tx, bucket []byte, kind string, id uint64) (T, er
 	return v, nil
 }
 
+// getEach loads the records with ids, in that order, with get (getGarden, …); the
+// result is never nil.
+func getEach[T any](tx *bolt.Tx, get func(*bolt.Tx, uint64) (T, error), ids []uint64) ([]T, error) {
+	out := make([]T, 0, len(ids))
+	for _, id := range ids {
+		v, err := get(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // eachUnder decodes every value of bucket under prefix (nil for all of them) into a
 // fresh T and hands it to fn; decoding copies it out of bbolt.
 func eachUnder[T any](tx *bolt.Tx, bucket, prefix []byte, fn func(v T)) error {
