@@ -94,12 +94,9 @@ func (s *Store) CreateBed(gardenID uint64, uuid, name string) (Bed, error) {
 }
 
 func getBed(tx *bolt.Tx, id uint64) (Bed, error) {
-	var rec bedRecord
-	if err := getJSON(tx.Bucket(bucketBeds), itob(id), &rec); err != nil {
-		if err == ErrNotFound {
-			return Bed{}, fmt.Errorf("bed %d: %w", id, ErrNotFound)
-		}
-		return Bed{}, fmt.Errorf("decode bed %d: %w", id, err)
+	rec, err := getRecord[bedRecord](tx, bucketBeds, "bed", id)
+	if err != nil {
+		return Bed{}, err
 	}
 	return rec.bed(), nil
 }
@@ -128,19 +125,14 @@ func (s *Store) Bed(gardenID, bedID uint64) (Bed, error) {
 
 // BedsOfGarden returns the garden's beds by ascending id.
 func (s *Store) BedsOfGarden(gardenID uint64) ([]Bed, error) {
-	out := []Bed{}
+	var out []Bed
 	err := s.db.View(func(tx *bolt.Tx) error {
 		if _, err := getGarden(tx, gardenID); err != nil {
 			return err
 		}
-		for _, id := range idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID)) {
-			b, err := getBed(tx, id)
-			if err != nil {
-				return err
-			}
-			out = append(out, b)
-		}
-		return nil
+		var err error
+		out, err = getEach(tx, getBed, idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID)))
+		return err
 	})
 	return out, err
 }
@@ -148,22 +140,13 @@ func (s *Store) BedsOfGarden(gardenID uint64) ([]Bed, error) {
 // DeleteBed removes a bed of the garden. Removed.BedUUIDs holds its uuid when no other
 // bed refers to that project any more.
 func (s *Store) DeleteBed(gardenID, bedID uint64) (Removed, error) {
-	var r Removed
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		r = Removed{}
+	return s.deleteInTx(func(tx *bolt.Tx, r *Removed) error {
 		b, err := bedOf(tx, gardenID, bedID)
 		if err != nil {
 			return err
 		}
-		if err := deleteBed(tx, b, &r); err != nil {
-			return err
-		}
-		return r.settle(tx)
+		return deleteBed(tx, b, r)
 	})
-	if err != nil {
-		return Removed{}, err
-	}
-	return r, nil
 }
 
 func deleteBed(tx *bolt.Tx, b Bed, r *Removed) error {

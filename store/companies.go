@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -61,14 +60,7 @@ func (s *Store) CreateCompany(creatorID uint64, name string) (Company, error) {
 }
 
 func getCompany(tx *bolt.Tx, id uint64) (Company, error) {
-	var c Company
-	if err := getJSON(tx.Bucket(bucketCompanies), itob(id), &c); err != nil {
-		if err == ErrNotFound {
-			return Company{}, fmt.Errorf("company %d: %w", id, ErrNotFound)
-		}
-		return Company{}, fmt.Errorf("decode company %d: %w", id, err)
-	}
-	return c, nil
+	return getRecord[Company](tx, bucketCompanies, "company", id)
 }
 
 // Company returns the company with id.
@@ -85,14 +77,7 @@ func (s *Store) Company(id uint64) (Company, error) {
 func (s *Store) Companies() ([]Company, error) {
 	out := []Company{}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketCompanies).ForEach(func(k, v []byte) error {
-			var c Company
-			if err := json.Unmarshal(v, &c); err != nil {
-				return fmt.Errorf("decode company %d: %w", btoi(k), err)
-			}
-			out = append(out, c)
-			return nil
-		})
+		return eachUnder(tx, bucketCompanies, nil, func(c Company) { out = append(out, c) })
 	})
 	return out, err
 }
@@ -100,16 +85,11 @@ func (s *Store) Companies() ([]Company, error) {
 // CompaniesOfUser returns the companies on which the user holds a company permission,
 // by id. Garden permissions do not count (decisions.md: GET /companies).
 func (s *Store) CompaniesOfUser(userID uint64) ([]Company, error) {
-	out := []Company{}
+	var out []Company
 	err := s.db.View(func(tx *bolt.Tx) error {
-		for _, id := range idsUnder(tx.Bucket(bucketUserCompany), itob(userID)) {
-			c, err := getCompany(tx, id)
-			if err != nil {
-				return err
-			}
-			out = append(out, c)
-		}
-		return nil
+		var err error
+		out, err = getEach(tx, getCompany, idsUnder(tx.Bucket(bucketUserCompany), itob(userID)))
+		return err
 	})
 	return out, err
 }
@@ -118,9 +98,7 @@ func (s *Store) CompaniesOfUser(userID uint64) ([]Company, error) {
 // coordinates, and every permission on any of them, in one transaction. The caller
 // deletes the files listed in Removed after it returns.
 func (s *Store) DeleteCompany(id uint64) (Removed, error) {
-	var r Removed
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		r = Removed{}
+	return s.deleteInTx(func(tx *bolt.Tx, r *Removed) error {
 		if _, err := getCompany(tx, id); err != nil {
 			return err
 		}
@@ -129,7 +107,7 @@ func (s *Store) DeleteCompany(id uint64) (Removed, error) {
 			if err != nil {
 				return err
 			}
-			if err := deleteGarden(tx, g, &r); err != nil {
+			if err := deleteGarden(tx, g, r); err != nil {
 				return err
 			}
 		}
@@ -138,13 +116,6 @@ func (s *Store) DeleteCompany(id uint64) (Removed, error) {
 				return err
 			}
 		}
-		if err := tx.Bucket(bucketCompanies).Delete(itob(id)); err != nil {
-			return err
-		}
-		return r.settle(tx)
+		return tx.Bucket(bucketCompanies).Delete(itob(id))
 	})
-	if err != nil {
-		return Removed{}, err
-	}
-	return r, nil
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -50,14 +49,7 @@ func (s *Store) CreateGarden(companyID uint64, name string) (Garden, error) {
 }
 
 func getGarden(tx *bolt.Tx, id uint64) (Garden, error) {
-	var g Garden
-	if err := getJSON(tx.Bucket(bucketGardens), itob(id), &g); err != nil {
-		if err == ErrNotFound {
-			return Garden{}, fmt.Errorf("garden %d: %w", id, ErrNotFound)
-		}
-		return Garden{}, fmt.Errorf("decode garden %d: %w", id, err)
-	}
-	return g, nil
+	return getRecord[Garden](tx, bucketGardens, "garden", id)
 }
 
 // gardenOf loads a garden addressed under a company: one of another company is
@@ -71,18 +63,6 @@ func gardenOf(tx *bolt.Tx, companyID, gardenID uint64) (Garden, error) {
 		return Garden{}, fmt.Errorf("garden %d of company %d: %w", gardenID, companyID, ErrNotFound)
 	}
 	return g, nil
-}
-
-func getGardens(tx *bolt.Tx, ids []uint64) ([]Garden, error) {
-	out := make([]Garden, 0, len(ids))
-	for _, id := range ids {
-		g, err := getGarden(tx, id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, nil
 }
 
 // Garden returns the garden with id, of whichever company.
@@ -99,14 +79,7 @@ func (s *Store) Garden(id uint64) (Garden, error) {
 func (s *Store) Gardens() ([]Garden, error) {
 	out := []Garden{}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketGardens).ForEach(func(k, v []byte) error {
-			var g Garden
-			if err := json.Unmarshal(v, &g); err != nil {
-				return fmt.Errorf("decode garden %d: %w", btoi(k), err)
-			}
-			out = append(out, g)
-			return nil
-		})
+		return eachUnder(tx, bucketGardens, nil, func(g Garden) { out = append(out, g) })
 	})
 	return out, err
 }
@@ -134,7 +107,7 @@ func (s *Store) GardensVisibleTo(userID uint64) ([]Garden, error) {
 		}
 		slices.Sort(ids)
 		var err error
-		out, err = getGardens(tx, ids)
+		out, err = getEach(tx, getGarden, ids)
 		return err
 	})
 	return out, err
@@ -148,7 +121,7 @@ func (s *Store) GardensOfCompany(companyID uint64) ([]Garden, error) {
 			return err
 		}
 		var err error
-		out, err = getGardens(tx, idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID)))
+		out, err = getEach(tx, getGarden, idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID)))
 		return err
 	})
 	return out, err
@@ -169,7 +142,7 @@ func (s *Store) CompanyGardensVisibleTo(companyID, userID uint64) ([]Garden, err
 			ids = idsUnder(tx.Bucket(bucketUserGarden), pairKey(userID, companyID))
 		}
 		var err error
-		out, err = getGardens(tx, ids)
+		out, err = getEach(tx, getGarden, ids)
 		return err
 	})
 	return out, err
@@ -179,22 +152,13 @@ func (s *Store) CompanyGardensVisibleTo(companyID, userID uint64) ([]Garden, err
 // coordinates and permissions in one transaction. The caller deletes the files listed
 // in Removed after it returns.
 func (s *Store) DeleteGarden(companyID, gardenID uint64) (Removed, error) {
-	var r Removed
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		r = Removed{}
+	return s.deleteInTx(func(tx *bolt.Tx, r *Removed) error {
 		g, err := gardenOf(tx, companyID, gardenID)
 		if err != nil {
 			return err
 		}
-		if err := deleteGarden(tx, g, &r); err != nil {
-			return err
-		}
-		return r.settle(tx)
+		return deleteGarden(tx, g, r)
 	})
-	if err != nil {
-		return Removed{}, err
-	}
-	return r, nil
 }
 
 // deleteGarden removes g and everything that hangs off it, recording in r what lives

@@ -12,7 +12,13 @@ import (
 // runs bbolt's consistency check and the index check before closing it.
 func mustOpenStore(tb testing.TB) *store.Store {
 	tb.Helper()
-	st, err := store.Open(filepath.Join(tb.TempDir(), store.FileName), store.Options{})
+	return openStore(tb, store.Options{})
+}
+
+// openStore is mustOpenStore with options (a test clock).
+func openStore(tb testing.TB, opts store.Options) *store.Store {
+	tb.Helper()
+	st, err := store.Open(filepath.Join(tb.TempDir(), store.FileName), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

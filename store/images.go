@@ -190,15 +190,10 @@ func (s *Store) GardenImage(gardenID uint64) (path string, cs Coordinates, err e
 func (s *Store) ImagePaths() (map[string]bool, error) {
 	paths := map[string]bool{}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketGardens).ForEach(func(k, v []byte) error {
-			var g Garden
-			if err := json.Unmarshal(v, &g); err != nil {
-				return fmt.Errorf("decode garden %d: %w", btoi(k), err)
-			}
+		return eachUnder(tx, bucketGardens, nil, func(g Garden) {
 			if g.ImagePath != nil {
 				paths[*g.ImagePath] = true
 			}
-			return nil
 		})
 	})
 	return paths, err

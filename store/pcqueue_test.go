@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,17 +17,7 @@ type queueStore struct {
 func newQueueStore(t *testing.T) *queueStore {
 	t.Helper()
 	qs := &queueStore{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
-	path := filepath.Join(t.TempDir(), store.FileName)
-	st, err := store.Open(path, store.Options{Now: func() time.Time { return qs.now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.CheckIndexes(); err != nil {
-			t.Errorf("index check: %v", err)
-		}
-		st.Close()
-	})
+	st := openStore(t, store.Options{Now: func() time.Time { return qs.now }})
 	qs.Store = st
 	alice := mustUser(t, st, "alice")
 	qs.garden = mustGarden(t, st, mustCompany(t, st, alice, "c"), "g")

@@ -2,8 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -101,20 +99,6 @@ func cloudKey(project, cloud string) []byte {
 }
 
 func projectPrefix(project string) []byte { return append([]byte(project), 0) }
-
-// eachUnder decodes every value of bucket under prefix into a fresh T and hands it to
-// fn; decoding copies it out of bbolt.
-func eachUnder[T any](tx *bolt.Tx, bucket, prefix []byte, fn func(v T)) error {
-	c := tx.Bucket(bucket).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var t T
-		if err := json.Unmarshal(v, &t); err != nil {
-			return fmt.Errorf("decode %s %q: %w", bucket, k, err)
-		}
-		fn(t)
-	}
-	return nil
-}
 
 // CloudState reads a project's positions and queued downloads in one transaction.
 func (s *Store) CloudState(project string) (CloudState, error) {

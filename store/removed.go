@@ -17,6 +17,22 @@ type Removed struct {
 	BedUUIDs []string
 }
 
+// deleteInTx runs del in one write transaction and settles what it recorded in the same
+// transaction, so no deletion can forget to. On error nothing is removed.
+func (s *Store) deleteInTx(del func(tx *bolt.Tx, r *Removed) error) (Removed, error) {
+	var r Removed
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := del(tx, &r); err != nil {
+			return err
+		}
+		return r.settle(tx)
+	})
+	if err != nil {
+		return Removed{}, err
+	}
+	return r, nil
+}
+
 // settle keeps in BedUUIDs, once each, only the projects no bed refers to any more,
 // and deletes what the database holds for those. It runs at the end of the deleting
 // transaction, so it sees the final state.

@@ -164,6 +164,49 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 	return b.Put(key, data)
 }
 
+// getRecord decodes the record stored at id in bucket. kind names the record in
+// errors: "garden 3: not found" wraps ErrNotFound, a damaged record does not.
+func getRecord[T any](tx *bolt.Tx, bucket []byte, kind string, id uint64) (T, error) {
+	var v T
+	data := tx.Bucket(bucket).Get(itob(id))
+	if data == nil {
+		return v, fmt.Errorf("%s %d: %w", kind, id, ErrNotFound)
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		var zero T
+		return zero, fmt.Errorf("decode %s %d: %w", kind, id, err)
+	}
+	return v, nil
+}
+
+// getEach loads the records with ids, in that order, with get (getGarden, …); the
+// result is never nil.
+func getEach[T any](tx *bolt.Tx, get func(*bolt.Tx, uint64) (T, error), ids []uint64) ([]T, error) {
+	out := make([]T, 0, len(ids))
+	for _, id := range ids {
+		v, err := get(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// eachUnder decodes every value of bucket under prefix (nil for all of them) into a
+// fresh T and hands it to fn; decoding copies it out of bbolt.
+func eachUnder[T any](tx *bolt.Tx, bucket, prefix []byte, fn func(v T)) error {
+	c := tx.Bucket(bucket).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var t T
+		if err := json.Unmarshal(v, &t); err != nil {
+			return fmt.Errorf("decode %s %q: %w", bucket, k, err)
+		}
+		fn(t)
+	}
+	return nil
+}
+
 // getJSON decodes the value at key into v inside the transaction (which copies it out).
 func getJSON(b *bolt.Bucket, key []byte, v any) error {
 	data := b.Get(key)

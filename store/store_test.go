@@ -25,22 +25,11 @@ func (c *testClock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// mustOpen opens a store on a real file in t.TempDir() and checks the file's
-// consistency when the test ends.
+// mustOpen is mustOpenStore with a settable clock.
 func mustOpen(t testing.TB) (*store.Store, *testClock) {
 	t.Helper()
 	clock := &testClock{t: time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)}
-	st, err := store.Open(filepath.Join(t.TempDir(), store.FileName), store.Options{Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Check(); err != nil {
-			t.Errorf("consistency check: %v", err)
-		}
-		st.Close()
-	})
-	return st, clock
+	return openStore(t, store.Options{Now: clock.Now}), clock
 }
 
 func newUser(t testing.TB, st *store.Store, name string) store.User {

@@ -177,27 +177,28 @@ func revokeUserTokens(tx *bolt.Tx, userID uint64, keep []byte) (int, error) {
 // SweepExpiredTokens deletes tokens whose expiry has passed and returns how many.
 func (s *Store) SweepExpiredTokens() (int, error) {
 	now := s.now()
-	var expired [][]byte
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketTokens).ForEach(func(k, v []byte) error {
+	var n int
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		// Collect first: a bucket must not change under its own cursor.
+		var expired [][]byte
+		c := tx.Bucket(bucketTokens).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if _, _, expiry, ok := decodeToken(v); !ok || !now.Before(expiry) {
 				expired = append(expired, bytes.Clone(k))
 			}
-			return nil
-		})
-	})
-	if err != nil || len(expired) == 0 {
-		return 0, err
-	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+		}
 		for _, d := range expired {
 			if err := deleteToken(tx, d); err != nil {
 				return err
 			}
 		}
+		n = len(expired)
 		return nil
 	})
-	return len(expired), err
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // ListTokens describes every stored token (digest prefixes only).

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -163,12 +162,9 @@ func (r userRecord) withHash() User {
 }
 
 func getUser(tx *bolt.Tx, id uint64) (User, error) {
-	var rec userRecord
-	if err := getJSON(tx.Bucket(bucketUsers), itob(id), &rec); err != nil {
-		if err == ErrNotFound {
-			return User{}, fmt.Errorf("user %d: %w", id, ErrNotFound)
-		}
-		return User{}, fmt.Errorf("decode user %d: %w", id, err)
+	rec, err := getRecord[userRecord](tx, bucketUsers, "user", id)
+	if err != nil {
+		return User{}, err
 	}
 	return rec.withHash(), nil
 }
@@ -283,18 +279,14 @@ func (s *Store) updateUser(id uint64, fn func(tx *bolt.Tx, r *userRecord) error)
 	// generation and does not cache the old record.
 	defer s.users.invalidate(id)
 	return s.db.Update(func(tx *bolt.Tx) error {
-		users := tx.Bucket(bucketUsers)
-		var rec userRecord
-		if err := getJSON(users, itob(id), &rec); err != nil {
-			if err == ErrNotFound {
-				return fmt.Errorf("user %d: %w", id, ErrNotFound)
-			}
+		rec, err := getRecord[userRecord](tx, bucketUsers, "user", id)
+		if err != nil {
 			return err
 		}
 		if err := fn(tx, &rec); err != nil {
 			return err
 		}
-		return putJSON(users, itob(id), rec)
+		return putJSON(tx.Bucket(bucketUsers), itob(id), rec)
 	})
 }
 
@@ -302,14 +294,7 @@ func (s *Store) updateUser(id uint64, fn func(tx *bolt.Tx, r *userRecord) error)
 func (s *Store) ListUsers() ([]User, error) {
 	var out []User
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketUsers).ForEach(func(k, v []byte) error {
-			var rec userRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("decode user %d: %w", btoi(k), err)
-			}
-			out = append(out, rec.User)
-			return nil
-		})
+		return eachUnder(tx, bucketUsers, nil, func(rec userRecord) { out = append(out, rec.User) })
 	})
 	return out, err
 }

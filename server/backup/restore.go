@@ -123,6 +123,11 @@ func prepareTarget(dir string, force bool) (created bool, err error) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return false, fmt.Errorf("restore: create %s: %w", dir, err)
 		}
+		// Everything restored into dir is synced; so must be the entry naming it.
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			os.Remove(dir)
+			return false, fmt.Errorf("restore: create %s: %w", dir, err)
+		}
 		return true, nil
 	}
 	if err != nil {
