@@ -96,7 +96,7 @@ func (s *Store) EnqueueClouds(jobs []CloudJob, rearm time.Duration) ([]CloudJob,
 	return written, err
 }
 
-// DueCloudJobs returns up to limit jobs due now, earliest first; next is when the
+// DueCloudJobs returns up to limit jobs due now (all of them when limit ≤ 0), earliest first; next is when the
 // earliest job not yet due will be (zero when none), pending the number of jobs not
 // marked failed.
 func (s *Store) DueCloudJobs(limit int) (due []CloudJob, next time.Time, pending int, err error) {
@@ -118,7 +118,7 @@ func (s *Store) DueCloudJobs(limit int) (due []CloudJob, next time.Time, pending
 		})
 	})
 	slices.SortStableFunc(due, func(a, b CloudJob) int { return a.NextAttempt.Compare(b.NextAttempt) })
-	if len(due) > limit {
+	if limit > 0 && len(due) > limit {
 		due = due[:limit]
 	}
 	return due, next, pending, err

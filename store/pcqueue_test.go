@@ -279,3 +279,14 @@ func TestRetryPolicyDelay(t *testing.T) {
 		}
 	}
 }
+
+func TestDueCloudJobsLimit(t *testing.T) {
+	st := newQueueStore(t)
+	mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsMap), job(uuidA, "c2", inputsMap), job(uuidB, "c1", inputsMap))
+	for limit, want := range map[int]int{2: 2, 3: 3, 10: 3, 0: 3, -1: 3} {
+		due, _, _, err := st.DueCloudJobs(limit)
+		if err != nil || len(due) != want {
+			t.Errorf("DueCloudJobs(%d) = %d jobs, %v; want %d", limit, len(due), err, want)
+		}
+	}
+}
