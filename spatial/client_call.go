@@ -80,15 +80,10 @@ func (c *Client) invoke(ctx context.Context, method, target string, timeout time
 		if err == nil {
 			return nil
 		}
-		if status.Code(err) != codes.Unavailable || attempt >= c.cfg.Attempts || ctx.Err() != nil {
-			break
-		}
 		// A short pause before trying again: a flapping server deserves a moment.
-		t := time.NewTimer(time.Duration(attempt) * 20 * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if status.Code(err) != codes.Unavailable || attempt >= c.cfg.Attempts ||
+			!pause(ctx, time.Duration(attempt)*20*time.Millisecond) {
+			break
 		}
 		proto.Reset(resp)
 	}
@@ -101,6 +96,19 @@ func (c *Client) invoke(ctx context.Context, method, target string, timeout time
 		code, err = codes.DeadlineExceeded, status.FromContextError(err).Err()
 	}
 	return &CallError{Method: method, Target: target, Code: code, Err: err, timeout: timeout, queued: queued}
+}
+
+// pause waits for d or until ctx is done, and reports whether ctx is still live: a
+// caller that gave up during the pause must not send another attempt.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // invokeOnce makes one attempt; queued reports that it failed waiting for a slot.
