@@ -25,25 +25,30 @@ func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
 	if err != nil {
 		return err
 	}
-	sock := server.AdminSocketPath(dataDir)
-	if _, err := os.Stat(sock); err == nil {
-		resp, err := socketCall(ctx, sock, op, body)
-		if err == nil {
-			defer resp.Body.Close()
-			return decodeAdminResponse(resp, out)
-		}
-		// A socket nobody answers on is left over from a crashed server: fall through.
+	if resp, ok := viaSocket(ctx, dataDir, op, body); ok {
+		defer resp.Body.Close()
+		return decodeAdminResponse(resp, out)
 	}
-	return directCall(ctx, dataDir, op, body, func(res any) error {
-		if out == nil {
-			return nil
-		}
-		data, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(data, out)
-	})
+	admin, closeDB, err := openAdmin(dataDir)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	res, err := admin.Do(ctx, op, body)
+	if err != nil {
+		return err
+	}
+	if _, ok := res.(server.StreamResult); ok {
+		return fmt.Errorf("operation %s streams its answer; it cannot be decoded as JSON", op)
+	}
+	if out == nil {
+		return nil
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
 }
 
 // streamAdmin runs an admin operation that streams its answer (a backup) into w,
@@ -61,32 +66,24 @@ func streamAdminWith(ctx context.Context, dataDir, op string, args any, prepare 
 	if err != nil {
 		return err
 	}
-	sock := server.AdminSocketPath(dataDir)
-	if _, err := os.Stat(sock); err == nil {
-		resp, err := socketCall(ctx, sock, op, body)
-		if err == nil {
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return decodeAdminResponse(resp, nil)
-			}
-			if _, err := io.Copy(w, resp.Body); err != nil {
-				return fmt.Errorf("%s through the admin socket: %w", op, err)
-			}
-			if msg := resp.Trailer.Get(server.BackupErrorTrailer); msg != "" {
-				return fmt.Errorf("%s failed in the server: %s", op, msg)
-			}
-			return nil
+	if resp, ok := viaSocket(ctx, dataDir, op, body); ok {
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return decodeAdminResponse(resp, nil)
 		}
+		if _, err := io.Copy(w, resp.Body); err != nil {
+			return fmt.Errorf("%s through the admin socket: %w", op, err)
+		}
+		if msg := resp.Trailer.Get(server.BackupErrorTrailer); msg != "" {
+			return fmt.Errorf("%s failed in the server: %s", op, msg)
+		}
+		return nil
 	}
-	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
+	admin, closeDB, err := openAdmin(dataDir)
 	if err != nil {
-		if errors.Is(err, store.ErrLocked) {
-			return fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, sock)
-		}
 		return err
 	}
-	defer st.Close()
-	admin := server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1))
+	defer closeDB()
 	if prepare != nil {
 		cleanup, err := prepare(admin)
 		if err != nil {
@@ -107,6 +104,31 @@ func streamAdminWith(ctx context.Context, dataDir, op string, args any, prepare 
 	return sink.err
 }
 
+// viaSocket sends op to the running server's admin socket. ok is false when there is
+// no socket, or nobody answers on it (one left over from a crashed server): the
+// caller then runs op in-process.
+func viaSocket(ctx context.Context, dataDir, op string, body []byte) (resp *http.Response, ok bool) {
+	sock := server.AdminSocketPath(dataDir)
+	if _, err := os.Stat(sock); err != nil {
+		return nil, false
+	}
+	resp, err := socketCall(ctx, sock, op, body)
+	return resp, err == nil
+}
+
+// openAdmin opens the database itself (no server answers on the socket) for an
+// in-process admin operation; closeDB closes it.
+func openAdmin(dataDir string) (admin *server.Admin, closeDB func() error, err error) {
+	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return nil, nil, fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, server.AdminSocketPath(dataDir))
+		}
+		return nil, nil, err
+	}
+	return server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1)), st.Close, nil
+}
+
 // streamSink is the in-process stream's writer; the operation reports a failure
 // after the first byte through CloseWithError, as it would to an io.PipeWriter.
 type streamSink struct {
@@ -119,27 +141,6 @@ func (s *streamSink) Write(b []byte) (int, error) { return s.w.Write(b) }
 func (s *streamSink) CloseWithError(err error) error {
 	s.err = err
 	return nil
-}
-
-// directCall opens the database itself (no server running) and runs op.
-func directCall(ctx context.Context, dataDir, op string, args []byte, use func(any) error) error {
-	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
-	if err != nil {
-		if errors.Is(err, store.ErrLocked) {
-			return fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, server.AdminSocketPath(dataDir))
-		}
-		return err
-	}
-	defer st.Close()
-	admin := server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1))
-	res, err := admin.Do(ctx, op, args)
-	if err != nil {
-		return err
-	}
-	if _, ok := res.(server.StreamResult); ok {
-		return fmt.Errorf("operation %s streams its answer; it cannot be decoded as JSON", op)
-	}
-	return use(res)
 }
 
 func socketClient(sock string) *http.Client {

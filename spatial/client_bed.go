@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	seerep "github.com/gardend/gardend/proto"
 )
 
@@ -14,7 +16,53 @@ import (
 const (
 	typeMeasurement = "measurement"
 	typePointCloud  = "pointcloud"
-	frameMap        = "map"
+)
+
+// The calls a bed is read with (spatial-protocol.md). Details take no id.
+var (
+	callDetails = cachedCall[*seerep.ProjectDetails]{
+		kind: "details", method: seerep.MetaOperations_GetProjectDetails_FullMethodName,
+		target: func(project, _ string) string { return "of project " + project },
+		request: func(project, _ string) proto.Message {
+			return &seerep.ProjectQuery{Projectuuid: project}
+		},
+		newResp: newMsg[seerep.ProjectDetails],
+	}
+	callMeasurement = cachedCall[*seerep.Measurement]{
+		kind: "measurement", method: seerep.MeasurementService_GetMeasurementByUUID_FullMethodName,
+		target: func(project, id string) string { return "measurement " + id + " of project " + project },
+		request: func(project, id string) proto.Message {
+			return &seerep.GeometryQuery{Projectuuid: project, Geometryuuid: id}
+		},
+		newResp: newMsg[seerep.Measurement],
+	}
+	callInstance = cachedCall[*seerep.InstanceInfos]{
+		kind: "instance", method: seerep.LabelService_GetInstance_FullMethodName,
+		target: func(project, id string) string { return "instance " + id + " of project " + project },
+		request: func(project, id string) proto.Message {
+			return &seerep.InstanceQuery{Projectuuid: project, Instanceuuid: id}
+		},
+		newResp: newMsg[seerep.InstanceInfos],
+	}
+	callClass = cachedCall[*seerep.ClassInfos]{
+		kind: "class", method: seerep.LabelService_GetClass_FullMethodName,
+		target: func(project, id string) string { return "class " + id + " of project " + project },
+		request: func(project, id string) proto.Message {
+			return &seerep.ClassQuery{Projectuuid: project, Classuuid: id}
+		},
+		newResp: newMsg[seerep.ClassInfos],
+	}
+	callTransform = cachedCall[*seerep.TransformStamped]{
+		kind: "transform", method: seerep.TfService_GetTransformStamped_FullMethodName,
+		target: func(project, frame string) string { return "from frame " + frame + " to map of project " + project },
+		request: func(project, frame string) proto.Message {
+			return &seerep.TransformStampedQuery{
+				Header:       &seerep.Header{FrameId: MapFrame, UuidProject: project},
+				ChildFrameId: frame,
+			}
+		},
+		newResp: newMsg[seerep.TransformStamped],
+	}
 )
 
 // Bed reads one bed (spatial-server project) with all its plants. It costs about two
@@ -24,8 +72,7 @@ const (
 // know leaves the plant's values missing; any other failed call fails the bed.
 func (c *Client) Bed(ctx context.Context, projectUUID string) (Bed, error) {
 	start := time.Now()
-	details, err := fetch(c, ctx, "details\x00"+projectUUID, seerep.MetaOperations_GetProjectDetails_FullMethodName,
-		"of project "+projectUUID, &seerep.ProjectQuery{Projectuuid: projectUUID}, newMsg[seerep.ProjectDetails])
+	details, err := callDetails.fetch(c, ctx, projectUUID, "")
 	if err != nil {
 		return Bed{}, err
 	}
@@ -41,36 +88,19 @@ func (c *Client) Bed(ctx context.Context, projectUUID string) (Bed, error) {
 	// Worked out before any goroutine writes into plants.
 	classUUIDs, frames := distinct(labels, 1), framesOf(plants)
 
-	f := bedFetch{c: c, project: projectUUID}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	f.cancel = cancel
-	classes := map[string]*seerep.ClassInfos{}
-	transforms := map[string]*Transform{}
+	f := bedFetch{c: c, project: projectUUID, cancel: cancel}
 	for i := range plants {
-		f.spawn(ctx, func(ctx context.Context) error {
-			return f.measurement(ctx, &plants[i], labels[i])
-		})
+		p := &plants[i]
+		f.spawn(ctx, func(ctx context.Context) error { return f.measurement(ctx, p) })
+		if u := label(labels[i], 0); u != "" {
+			f.spawn(ctx, func(ctx context.Context) error { return f.instance(ctx, p, u) })
+		}
 	}
 	// Distinct classes and frames only: many plants share them.
-	for _, uuid := range classUUIDs {
-		f.spawn(ctx, func(ctx context.Context) error {
-			cl, err := f.class(ctx, uuid)
-			f.mu.Lock()
-			classes[uuid] = cl
-			f.mu.Unlock()
-			return err
-		})
-	}
-	for _, frame := range frames {
-		f.spawn(ctx, func(ctx context.Context) error {
-			tf, err := f.transform(ctx, frame)
-			f.mu.Lock()
-			transforms[frame] = tf
-			f.mu.Unlock()
-			return err
-		})
-	}
+	classes := fetchEach(&f, ctx, classUUIDs, f.class)
+	transforms := fetchEach(&f, ctx, frames, f.transform)
 	f.wg.Wait()
 	if f.err != nil {
 		return Bed{}, f.err
@@ -166,7 +196,7 @@ func framesOf(plants []Plant) []string {
 	var out []string
 	for i := range plants {
 		p := &plants[i]
-		if p.Cloud == nil || p.Cloud.FrameID == "" || p.Cloud.FrameID == frameMap || seen[p.Cloud.FrameID] {
+		if p.Cloud == nil || p.Cloud.FrameID == "" || p.Cloud.FrameID == MapFrame || seen[p.Cloud.FrameID] {
 			continue
 		}
 		seen[p.Cloud.FrameID] = true
@@ -201,71 +231,60 @@ func (f *bedFetch) spawn(ctx context.Context, fn func(context.Context) error) {
 	}()
 }
 
-// missing reports whether err only means the server does not know the uuid, which
-// leaves values missing instead of failing the bed.
-func (f *bedFetch) missing(err error) bool {
-	if errors.Is(err, ErrNotFound) {
-		f.c.log.Debug().Err(err).Msg("spatial object missing; its values stay empty")
-		return true
+// fetchEach runs get for every key at once, collecting the answers by key; the map is
+// complete once f.wg.Wait returns.
+func fetchEach[T any](f *bedFetch, ctx context.Context, keys []string, get func(context.Context, string) (T, error)) map[string]T {
+	out := make(map[string]T, len(keys))
+	for _, k := range keys {
+		f.spawn(ctx, func(ctx context.Context) error {
+			v, err := get(ctx, k)
+			f.mu.Lock()
+			out[k] = v
+			f.mu.Unlock()
+			return err
+		})
 	}
-	return false
+	return out
 }
 
-// measurement fetches a plant's measurement and instance (in parallel) into p.
-func (f *bedFetch) measurement(ctx context.Context, p *Plant, labels []string) error {
-	var wg sync.WaitGroup
-	var instErr error
-	var inst *seerep.InstanceInfos
-	if u := label(labels, 0); u != "" {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			inst, instErr = fetch(f.c, ctx, "instance\x00"+f.project+"\x00"+u,
-				seerep.LabelService_GetInstance_FullMethodName, "instance "+u+" of project "+f.project,
-				&seerep.InstanceQuery{Projectuuid: f.project, Instanceuuid: u}, newMsg[seerep.InstanceInfos])
-		}()
+// tolerate drops err when it only means the server does not know the uuid, which
+// leaves values missing instead of failing the bed.
+func (f *bedFetch) tolerate(err error) error {
+	if errors.Is(err, ErrNotFound) {
+		f.c.log.Debug().Err(err).Msg("spatial object missing; its values stay empty")
+		return nil
 	}
-	m, err := fetch(f.c, ctx, "measurement\x00"+f.project+"\x00"+p.ID,
-		seerep.MeasurementService_GetMeasurementByUUID_FullMethodName, "measurement "+p.ID+" of project "+f.project,
-		&seerep.GeometryQuery{Projectuuid: f.project, Geometryuuid: p.ID}, newMsg[seerep.Measurement])
-	wg.Wait()
-	switch {
-	case err == nil:
+	return err
+}
+
+// measurement fetches a plant's measurement into p.
+func (f *bedFetch) measurement(ctx context.Context, p *Plant) error {
+	m, err := callMeasurement.fetch(f.c, ctx, f.project, p.ID)
+	if err == nil {
 		applyMeasurement(p, m)
-	case !f.missing(err):
-		return err
 	}
-	switch {
-	case inst != nil && instErr == nil:
-		applyInstance(p, inst)
-	case instErr != nil && !f.missing(instErr):
-		return instErr
+	return f.tolerate(err)
+}
+
+// instance fetches a plant's instance into p. It runs beside measurement, which
+// writes other fields of p.
+func (f *bedFetch) instance(ctx context.Context, p *Plant, uuid string) error {
+	in, err := callInstance.fetch(f.c, ctx, f.project, uuid)
+	if err == nil {
+		applyInstance(p, in)
 	}
-	return nil
+	return f.tolerate(err)
 }
 
 func (f *bedFetch) class(ctx context.Context, uuid string) (*seerep.ClassInfos, error) {
-	cl, err := fetch(f.c, ctx, "class\x00"+f.project+"\x00"+uuid,
-		seerep.LabelService_GetClass_FullMethodName, "class "+uuid+" of project "+f.project,
-		&seerep.ClassQuery{Projectuuid: f.project, Classuuid: uuid}, newMsg[seerep.ClassInfos])
-	if err != nil && f.missing(err) {
-		return nil, nil
-	}
-	return cl, err
+	cl, err := callClass.fetch(f.c, ctx, f.project, uuid)
+	return cl, f.tolerate(err)
 }
 
 func (f *bedFetch) transform(ctx context.Context, frame string) (*Transform, error) {
-	ts, err := fetch(f.c, ctx, "transform\x00"+f.project+"\x00"+frame,
-		seerep.TfService_GetTransformStamped_FullMethodName, "from frame "+frame+" to map of project "+f.project,
-		&seerep.TransformStampedQuery{
-			Header:       &seerep.Header{FrameId: frameMap, UuidProject: f.project},
-			ChildFrameId: frame,
-		}, newMsg[seerep.TransformStamped])
+	ts, err := callTransform.fetch(f.c, ctx, f.project, frame)
 	if err != nil {
-		if f.missing(err) {
-			return nil, nil
-		}
-		return nil, err
+		return nil, f.tolerate(err)
 	}
 	return convertTransform(ts), nil
 }

@@ -12,13 +12,12 @@ import (
 // BenchmarkBed reads one 33-plant bed: cold (cache dropped before each read) and warm,
 // with no added latency (the client's and gRPC's own cost) and with 30 ms per call
 // (the deployed server's; the original service needed about 3 s for such a bed).
-// With the default 64 slots the ~71 calls of the second round need a third round
-// trip for the last few.
+// The ~71 calls of the second round fit in the default DefaultMaxInFlight slots.
 func BenchmarkBed(b *testing.B) {
 	ds := demo.Generate(demo.Options{Seed: 7, Beds: 1})
 	for _, lat := range []time.Duration{0, 30 * time.Millisecond} {
 		srv := startDemo(b, ds, demo.ServerOptions{Latency: lat})
-		c := dial(b, srv.Addr(), spatial.ClientConfig{}) // defaults: 64 calls in flight
+		c := dial(b, srv.Addr(), spatial.ClientConfig{}) // defaults: DefaultMaxInFlight calls in flight
 		project := ds.Beds[0].ProjectUUID
 		if _, err := c.Bed(context.Background(), project); err != nil {
 			b.Fatal(err)

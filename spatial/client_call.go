@@ -80,15 +80,10 @@ func (c *Client) invoke(ctx context.Context, method, target string, timeout time
 		if err == nil {
 			return nil
 		}
-		if status.Code(err) != codes.Unavailable || attempt >= c.cfg.Attempts || ctx.Err() != nil {
-			break
-		}
 		// A short pause before trying again: a flapping server deserves a moment.
-		t := time.NewTimer(time.Duration(attempt) * 20 * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if status.Code(err) != codes.Unavailable || attempt >= c.cfg.Attempts ||
+			!pause(ctx, time.Duration(attempt)*20*time.Millisecond) {
+			break
 		}
 		proto.Reset(resp)
 	}
@@ -101,6 +96,19 @@ func (c *Client) invoke(ctx context.Context, method, target string, timeout time
 		code, err = codes.DeadlineExceeded, status.FromContextError(err).Err()
 	}
 	return &CallError{Method: method, Target: target, Code: code, Err: err, timeout: timeout, queued: queued}
+}
+
+// pause waits for d or until ctx is done, and reports whether ctx is still live: a
+// caller that gave up during the pause must not send another attempt.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // invokeOnce makes one attempt; queued reports that it failed waiting for a slot.
@@ -132,11 +140,24 @@ func (c *Client) invokeOnce(ctx context.Context, method string, timeout time.Dur
 
 func shortName(method string) string { return method[strings.LastIndexByte(method, '/')+1:] }
 
+// cachedCall is one of the small calls a bed is read with: answers are cached and
+// identical calls in flight collapsed. kind names the call in cache keys; the request
+// and the error's target are made from the project and the id asked for (a uuid or a
+// frame) only when the call is sent or fails, so a bed served from the cache costs
+// little more than its keys.
+type cachedCall[T proto.Message] struct {
+	kind, method string
+	target       func(project, id string) string
+	request      func(project, id string) proto.Message
+	newResp      func() T
+}
+
 // fetch answers from the cache, or joins an identical call in flight, or makes the
-// call; successful answers are cached under key. The returned message is shared: read
-// it, never modify it.
-func fetch[T proto.Message](c *Client, ctx context.Context, key, method, target string, req proto.Message, newResp func() T) (T, error) {
+// call; successful answers are cached. The returned message is shared: read it, never
+// modify it.
+func (cc cachedCall[T]) fetch(c *Client, ctx context.Context, project, id string) (T, error) {
 	var zero T
+	key := cc.kind + "\x00" + project + "\x00" + id
 	if v, ok := c.cache.get(key); ok {
 		c.cacheHits.Add(1)
 		if nf, ok := v.(notFoundAnswer); ok {
@@ -145,8 +166,8 @@ func fetch[T proto.Message](c *Client, ctx context.Context, key, method, target 
 		return v.(T), nil
 	}
 	v, err, joined := c.flight.do(ctx, key, func(fctx context.Context) (any, error) {
-		resp := newResp()
-		if err := c.invoke(fctx, method, target, c.cfg.CallTimeout, req, resp); err != nil {
+		resp := cc.newResp()
+		if err := c.invoke(fctx, cc.method, cc.target(project, id), c.cfg.CallTimeout, cc.request(project, id), resp); err != nil {
 			if errors.Is(err, ErrNotFound) {
 				c.cache.put(key, notFoundAnswer{err})
 			}
@@ -160,7 +181,7 @@ func fetch[T proto.Message](c *Client, ctx context.Context, key, method, target 
 	}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) && !isCallError(err) {
-			return zero, fmt.Errorf("spatial: %s %s: %w", shortName(method), target, err)
+			return zero, fmt.Errorf("spatial: %s %s: %w", shortName(cc.method), cc.target(project, id), err)
 		}
 		return zero, err
 	}

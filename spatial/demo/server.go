@@ -264,8 +264,12 @@ func (s *Server) inject(ctx context.Context, project string) error {
 	return nil
 }
 
-// bed finds a project or answers NotFound.
-func (s *Server) bed(project string) (*Bed, error) {
+// project starts a call about a project: it delays and may fail it as configured
+// (inject), then finds the project's bed or answers NotFound.
+func (s *Server) project(ctx context.Context, project string) (*Bed, error) {
+	if err := s.inject(ctx, project); err != nil {
+		return nil, err
+	}
 	b := s.beds[project]
 	if b == nil {
 		return nil, status.Errorf(codes.NotFound, "project %q not found", project)

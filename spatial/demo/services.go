@@ -34,10 +34,7 @@ func (m metaService) GetProjects(ctx context.Context, _ *emptypb.Empty) (*seerep
 }
 
 func (m metaService) GetProjectDetails(ctx context.Context, q *seerep.ProjectQuery) (*seerep.ProjectDetails, error) {
-	if err := m.s.inject(ctx, q.GetProjectuuid()); err != nil {
-		return nil, err
-	}
-	b, err := m.s.bed(q.GetProjectuuid())
+	b, err := m.s.project(ctx, q.GetProjectuuid())
 	if err != nil {
 		return nil, err
 	}
@@ -63,10 +60,7 @@ type tfService struct {
 }
 
 func (t tfService) GetFrames(ctx context.Context, q *seerep.FrameQuery) (*seerep.FrameInfos, error) {
-	if err := t.s.inject(ctx, q.GetProjectuuid()); err != nil {
-		return nil, err
-	}
-	b, err := t.s.bed(q.GetProjectuuid())
+	b, err := t.s.project(ctx, q.GetProjectuuid())
 	if err != nil {
 		return nil, err
 	}
@@ -75,10 +69,7 @@ func (t tfService) GetFrames(ctx context.Context, q *seerep.FrameQuery) (*seerep
 
 func (t tfService) GetTransformStamped(ctx context.Context, q *seerep.TransformStampedQuery) (*seerep.TransformStamped, error) {
 	project := q.GetHeader().GetUuidProject()
-	if err := t.s.inject(ctx, project); err != nil {
-		return nil, err
-	}
-	b, err := t.s.bed(project)
+	b, err := t.s.project(ctx, project)
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +105,7 @@ type measurementService struct {
 // order); the other query filters are not implemented.
 func (m measurementService) GetMeasurement(q *seerep.Query, stream grpc.ServerStreamingServer[seerep.Measurement]) error {
 	ctx := stream.Context()
-	if err := m.s.inject(ctx, q.GetProjectuuid()); err != nil {
-		return err
-	}
-	b, err := m.s.bed(q.GetProjectuuid())
+	b, err := m.s.project(ctx, q.GetProjectuuid())
 	if err != nil {
 		return err
 	}
@@ -130,10 +118,7 @@ func (m measurementService) GetMeasurement(q *seerep.Query, stream grpc.ServerSt
 }
 
 func (m measurementService) GetMeasurementByUUID(ctx context.Context, q *seerep.GeometryQuery) (*seerep.Measurement, error) {
-	if err := m.s.inject(ctx, q.GetProjectuuid()); err != nil {
-		return nil, err
-	}
-	b, err := m.s.bed(q.GetProjectuuid())
+	b, err := m.s.project(ctx, q.GetProjectuuid())
 	if err != nil {
 		return nil, err
 	}
@@ -156,10 +141,7 @@ type labelService struct {
 }
 
 func (l labelService) GetInstance(ctx context.Context, q *seerep.InstanceQuery) (*seerep.InstanceInfos, error) {
-	if err := l.s.inject(ctx, q.GetProjectuuid()); err != nil {
-		return nil, err
-	}
-	b, err := l.s.bed(q.GetProjectuuid())
+	b, err := l.s.project(ctx, q.GetProjectuuid())
 	if err != nil {
 		return nil, err
 	}
@@ -171,10 +153,7 @@ func (l labelService) GetInstance(ctx context.Context, q *seerep.InstanceQuery) 
 }
 
 func (l labelService) GetClass(ctx context.Context, q *seerep.ClassQuery) (*seerep.ClassInfos, error) {
-	if err := l.s.inject(ctx, q.GetProjectuuid()); err != nil {
-		return nil, err
-	}
-	b, err := l.s.bed(q.GetProjectuuid())
+	b, err := l.s.project(ctx, q.GetProjectuuid())
 	if err != nil {
 		return nil, err
 	}
@@ -194,10 +173,7 @@ type pointCloudService struct {
 // query filters are not implemented.
 func (p pointCloudService) GetPointCloud2(q *seerep.Query, stream grpc.ServerStreamingServer[seerep.PointCloud2]) error {
 	ctx := stream.Context()
-	if err := p.s.inject(ctx, q.GetProjectuuid()); err != nil {
-		return err
-	}
-	b, err := p.s.bed(q.GetProjectuuid())
+	b, err := p.s.project(ctx, q.GetProjectuuid())
 	if err != nil {
 		return err
 	}
@@ -210,10 +186,7 @@ func (p pointCloudService) GetPointCloud2(q *seerep.Query, stream grpc.ServerStr
 }
 
 func (p pointCloudService) GetPointCloud2ByUUID(ctx context.Context, q *seerep.GeometryQuery) (*seerep.PointCloud2, error) {
-	if err := p.s.inject(ctx, q.GetProjectuuid()); err != nil {
-		return nil, err
-	}
-	b, err := p.s.bed(q.GetProjectuuid())
+	b, err := p.s.project(ctx, q.GetProjectuuid())
 	if err != nil {
 		return nil, err
 	}
