@@ -36,7 +36,7 @@ func (s *Server) handleCreateBed(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, b)
+	s.writeJSON(w, r, http.StatusCreated, b)
 }
 
 func (s *Server) handleDeleteBed(w http.ResponseWriter, r *http.Request) {

@@ -69,7 +69,7 @@ func (s *Server) handleUploadImage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, up)
+	s.writeJSON(w, r, http.StatusCreated, up)
 }
 
 // replaceGardenImage checks a PNG and makes it the garden's image with coords: the

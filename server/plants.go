@@ -33,5 +33,5 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 	for i, p := range bed.Plants {
 		out.Plants[i] = newPlantJSON(b.ID, p, coords[i], now)
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.writeJSON(w, r, http.StatusOK, out)
 }
