@@ -57,8 +57,8 @@ func (a *Admin) UseSpatial(dataDir string, cfg spatial.ClientConfig, clouds Clou
 
 func (a *Admin) syncClouds(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args CloudSyncArgs
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, fmt.Errorf("%w: arguments: %v", store.ErrInvalid, err)
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
 	}
 	if a.clouds == nil {
 		return nil, fmt.Errorf("%w: run it while gardend serve runs with one, or pass --spatial HOST:PORT", errNoSpatial)
