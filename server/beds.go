@@ -40,10 +40,7 @@ func (s *Server) handleCreateBed(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDeleteBed(w http.ResponseWriter, r *http.Request) {
-	g, b, rl, err := s.bedFromPath(r)
-	if err == nil {
-		err = needAdmin(rl, "garden")
-	}
+	g, b, err := s.adminBed(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
