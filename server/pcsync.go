@@ -120,20 +120,12 @@ func (p *cloudPool) sync(ctx context.Context, projects []string, emit func(Cloud
 			emit(CloudSyncProgress{Error: "project " + projects[res.Index] + ": " + res.Err.Error()})
 			continue
 		}
-		state, err := p.store.CloudState(res.Bed.ProjectUUID)
+		_, bedJobs, err := p.plantCoords(res.Bed, true)
 		if err != nil {
 			emit(CloudSyncProgress{Error: "project " + res.Bed.ProjectUUID + ": stored positions: " + err.Error()})
 			continue
 		}
-		for _, pl := range res.Bed.Plants {
-			in, ok := cloudInputsOf(res.Bed, pl)
-			if !ok {
-				continue
-			}
-			if _, fresh := state.Fresh(pl.Cloud.UUID, in); !fresh {
-				jobs = append(jobs, store.CloudJob{Project: res.Bed.ProjectUUID, Cloud: pl.Cloud.UUID, CloudInputs: in})
-			}
-		}
+		jobs = append(jobs, bedJobs...)
 	}
 	if ctx.Err() != nil {
 		emit(CloudSyncProgress{Error: ctx.Err().Error(), Final: true})

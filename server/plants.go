@@ -20,7 +20,7 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	coords, jobs, err := s.plantCoords(bed)
+	coords, jobs, err := s.clouds.plantCoords(bed, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
