@@ -83,7 +83,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store") // the body is a token
+	w.Header()["Cache-Control"] = headerNoStore // the body is a token
 	s.writeJSON(w, r, http.StatusCreated, res)
 }
 
@@ -136,7 +136,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if ri := infoOf(r); ri != nil {
 		ri.userID = u.ID
 	}
-	w.Header().Set("Cache-Control", "no-store")
+	w.Header()["Cache-Control"] = headerNoStore
 	s.writeJSON(w, r, http.StatusOK, res)
 }
 

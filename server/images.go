@@ -118,7 +118,7 @@ func (s *Server) handleGetImage(w http.ResponseWriter, r *http.Request) {
 	}
 	const head, mid = `{"image":"`, `","coordinates":`
 	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
+	h["Content-Type"] = headerJSON
 	h.Set("Content-Length", strconv.FormatInt(int64(len(head))+imagestore.EncodedLen(size)+int64(len(mid)+len(tail)+1), 10))
 	w.WriteHeader(http.StatusOK)
 	io.WriteString(w, head)
