@@ -165,4 +165,13 @@ func (s *Server) adminGarden(r *http.Request) (store.Garden, error) {
 	return g, err
 }
 
+// adminBed resolves the path's bed and requires the caller to administer its garden.
+func (s *Server) adminBed(r *http.Request) (store.Garden, store.Bed, error) {
+	g, b, rl, err := s.bedFromPath(r)
+	if err == nil {
+		err = needAdmin(rl, "garden")
+	}
+	return g, b, err
+}
+
 func idText(id uint64) string { return strconv.FormatUint(id, 10) }

@@ -83,8 +83,8 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store") // the body is a token
-	writeJSON(w, http.StatusCreated, res)
+	w.Header()["Cache-Control"] = headerNoStore // the body is a token
+	s.writeJSON(w, r, http.StatusCreated, res)
 }
 
 func (s *Server) loginAs(userID uint64) (loginResult, error) {
@@ -136,8 +136,8 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if ri := infoOf(r); ri != nil {
 		ri.userID = u.ID
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, res)
+	w.Header()["Cache-Control"] = headerNoStore
+	s.writeJSON(w, r, http.StatusOK, res)
 }
 
 // loginCredentials reads username and password from a form or a JSON body.
@@ -196,7 +196,7 @@ func (s *Server) handleLogoutAll(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetUser(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, currentUser(r))
+	s.writeJSON(w, r, http.StatusOK, currentUser(r))
 }
 
 type userUpdateRequest struct {
@@ -242,7 +242,7 @@ func (s *Server) handlePutUser(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, u)
+	s.writeJSON(w, r, http.StatusOK, u)
 }
 
 func (s *Server) handleSaveWidgets(w http.ResponseWriter, r *http.Request) {

@@ -73,6 +73,14 @@ func (a *Admin) Do(ctx context.Context, op string, args json.RawMessage) (any, e
 	return fn(ctx, args)
 }
 
+// decodeArgs reads an operation's JSON arguments; malformed ones are invalid input.
+func decodeArgs(raw json.RawMessage, dst any) error {
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return fmt.Errorf("%w: arguments: %v", store.ErrInvalid, err)
+	}
+	return nil
+}
+
 // CreateUserArgs are the arguments of "users.create".
 type CreateUserArgs struct {
 	Username  string `json:"username"`
@@ -85,8 +93,8 @@ type CreateUserArgs struct {
 
 func (a *Admin) createUser(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args CreateUserArgs
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, fmt.Errorf("%w: arguments: %v", store.ErrInvalid, err)
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
 	}
 	if msg := store.ValidatePassword(args.Password, args.Username); msg != "" {
 		return nil, store.Invalid("password", msg)
@@ -118,8 +126,8 @@ type BedAddArgs struct {
 
 func (a *Admin) addBed(_ context.Context, raw json.RawMessage) (any, error) {
 	var args BedAddArgs
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, fmt.Errorf("%w: arguments: %v", store.ErrInvalid, err)
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
 	}
 	return a.store.CreateBed(args.Garden, args.UUID, args.Name)
 }
@@ -132,8 +140,8 @@ type BedRemoveArgs struct {
 
 func (a *Admin) removeBed(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args BedRemoveArgs
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, fmt.Errorf("%w: arguments: %v", store.ErrInvalid, err)
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
 	}
 	removed, err := a.store.DeleteBed(args.Garden, args.Bed)
 	if err != nil {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -82,12 +81,7 @@ func (s *Server) adminHandler() http.Handler {
 			h(w)
 			return
 		}
-		body, err := json.Marshal(res)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		writeRawJSON(w, http.StatusOK, body)
+		s.writeJSON(w, r, http.StatusOK, res)
 	}))
 }
 

@@ -81,26 +81,28 @@ func newPlantJSON(bedID uint64, p spatial.Plant, coord *store.LatLon, now time.T
 // returns them by plant index (nil where unknown), with the downloads to queue for
 // plants whose position is missing or stale. A stale position (computed from another
 // transform, frame or origin than the server reports now) is not served: it is as
-// unknown until recomputed, which from the kept PLY file takes milliseconds.
-func (s *Server) plantCoords(b spatial.Bed) ([]*store.LatLon, []store.CloudJob, error) {
-	state, err := s.store.CloudState(b.ProjectUUID)
+// unknown until recomputed, which from the kept PLY file takes milliseconds. Requests
+// queue only what NeedsJob allows; force (pointclouds sync) queues every plant
+// without a fresh position.
+func (p *cloudPool) plantCoords(b spatial.Bed, force bool) ([]*store.LatLon, []store.CloudJob, error) {
+	state, err := p.store.CloudState(b.ProjectUUID)
 	if err != nil {
 		return nil, nil, err
 	}
-	now := s.cfg.Now()
+	now := p.now()
 	coords := make([]*store.LatLon, len(b.Plants))
 	var jobs []store.CloudJob
-	for i, p := range b.Plants {
-		in, ok := cloudInputsOf(b, p)
+	for i, pl := range b.Plants {
+		in, ok := cloudInputsOf(b, pl)
 		if !ok {
 			continue
 		}
-		if pos, fresh := state.Fresh(p.Cloud.UUID, in); fresh {
+		if pos, fresh := state.Fresh(pl.Cloud.UUID, in); fresh {
 			coords[i] = pos.Position
 			continue
 		}
-		if state.NeedsJob(p.Cloud.UUID, in, now, s.cfg.Clouds.Rearm) {
-			jobs = append(jobs, store.CloudJob{Project: b.ProjectUUID, Cloud: p.Cloud.UUID, CloudInputs: in})
+		if force || state.NeedsJob(pl.Cloud.UUID, in, now, p.cfg.Rearm) {
+			jobs = append(jobs, store.CloudJob{Project: b.ProjectUUID, Cloud: pl.Cloud.UUID, CloudInputs: in})
 		}
 	}
 	return coords, jobs, nil

@@ -36,14 +36,11 @@ func (s *Server) handleCreateBed(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, b)
+	s.writeJSON(w, r, http.StatusCreated, b)
 }
 
 func (s *Server) handleDeleteBed(w http.ResponseWriter, r *http.Request) {
-	g, b, rl, err := s.bedFromPath(r)
-	if err == nil {
-		err = needAdmin(rl, "garden")
-	}
+	g, b, err := s.adminBed(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -52,7 +52,7 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 		v := bedJSON{ID: b.ID, Plants: url}
 		if res.Err != nil {
 			v.Error = res.Err.Error()
-		} else if coords, bedJobs, err := s.plantCoords(res.Bed); err != nil {
+		} else if coords, bedJobs, err := s.clouds.plantCoords(res.Bed, false); err != nil {
 			s.log.Error().Err(err).Str("request_id", requestID(r)).Uint64("bed_id", b.ID).Msg("read plant positions")
 			v.Error = "could not read the stored plant positions; the server log has the details"
 		} else {

@@ -41,7 +41,7 @@ func (s *Server) handleCreateCompany(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, c)
+	s.writeJSON(w, r, http.StatusCreated, c)
 }
 
 func (s *Server) handleListCompanies(w http.ResponseWriter, r *http.Request) {
@@ -59,7 +59,7 @@ func (s *Server) handleListCompanies(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, cs)
+	s.writeJSON(w, r, http.StatusOK, cs)
 }
 
 func (s *Server) handleGetCompany(w http.ResponseWriter, r *http.Request) {
@@ -68,7 +68,7 @@ func (s *Server) handleGetCompany(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	s.writeJSON(w, r, http.StatusOK, c)
 }
 
 func (s *Server) handleDeleteCompany(w http.ResponseWriter, r *http.Request) {

@@ -46,13 +46,16 @@ type problem struct {
 	retryAfter time.Duration
 }
 
+// internalDetail is all a client learns of a failure it did not cause.
+const internalDetail = "internal error; quote the request id when reporting it"
+
 // writeError is the one place errors become status codes. Anything unrecognised is
 // logged with the request id and answered with a generic 500.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
 	if p.Status == http.StatusInternalServerError {
 		s.log.Error().Err(err).Str("request_id", requestID(r)).Str("path", r.URL.Path).Msg("internal error")
-		p.Detail = "internal error; quote the request id when reporting it"
+		p.Detail = internalDetail
 	}
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", "Token")

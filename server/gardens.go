@@ -31,7 +31,7 @@ func (s *Server) handleListGardens(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, gs)
+	s.writeJSON(w, r, http.StatusOK, gs)
 }
 
 func (s *Server) handleCreateGarden(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +50,7 @@ func (s *Server) handleCreateGarden(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, g)
+	s.writeJSON(w, r, http.StatusCreated, g)
 }
 
 // handleListCompanyGardens lists all gardens of the company for its members, and only
@@ -72,7 +72,7 @@ func (s *Server) handleListCompanyGardens(w http.ResponseWriter, r *http.Request
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, gs)
+	s.writeJSON(w, r, http.StatusOK, gs)
 }
 
 func (s *Server) handleGetGarden(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +81,7 @@ func (s *Server) handleGetGarden(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, g)
+	s.writeJSON(w, r, http.StatusOK, g)
 }
 
 func (s *Server) handleDeleteGarden(w http.ResponseWriter, r *http.Request) {

@@ -69,7 +69,7 @@ func (s *Server) handleUploadImage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, up)
+	s.writeJSON(w, r, http.StatusCreated, up)
 }
 
 // replaceGardenImage checks a PNG and makes it the garden's image with coords: the
@@ -118,7 +118,7 @@ func (s *Server) handleGetImage(w http.ResponseWriter, r *http.Request) {
 	}
 	const head, mid = `{"image":"`, `","coordinates":`
 	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
+	h["Content-Type"] = headerJSON
 	h.Set("Content-Length", strconv.FormatInt(int64(len(head))+imagestore.EncodedLen(size)+int64(len(mid)+len(tail)+1), 10))
 	w.WriteHeader(http.StatusOK)
 	io.WriteString(w, head)

@@ -125,7 +125,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				}
 				s.log.Error().Interface("panic", p).Str("request_id", ri.id).Str("path", r.URL.Path).Stack().Msg("handler panicked")
 				if sw.status == 0 {
-					writeProblem(sw, newProblem(http.StatusInternalServerError, "internal error; quote the request id when reporting it", nil))
+					// Not writeError: the panic is logged above, with its stack.
+					p := newProblem(http.StatusInternalServerError, internalDetail, nil)
+					p.RequestID = ri.id
+					writeProblem(sw, p)
 				}
 			}
 			ev := s.log.Info()
@@ -184,14 +187,15 @@ func (s *Server) cors(next http.Handler) http.Handler {
 }
 
 // limitBody caps the request body; reading past it yields *http.MaxBytesError → 413.
-func limitBody(n int64, next http.Handler) http.Handler {
+// A declared length over the limit is refused with that same error before reading.
+func (s *Server) limitBody(n int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
 			next.ServeHTTP(w, r)
 			return
 		}
 		if r.ContentLength > n {
-			writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+formatBytes(n), nil))
+			s.writeError(w, r, &http.MaxBytesError{Limit: n})
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, n)

@@ -57,8 +57,8 @@ func (a *Admin) UseSpatial(dataDir string, cfg spatial.ClientConfig, clouds Clou
 
 func (a *Admin) syncClouds(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args CloudSyncArgs
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, fmt.Errorf("%w: arguments: %v", store.ErrInvalid, err)
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
 	}
 	if a.clouds == nil {
 		return nil, fmt.Errorf("%w: run it while gardend serve runs with one, or pass --spatial HOST:PORT", errNoSpatial)
@@ -120,20 +120,12 @@ func (p *cloudPool) sync(ctx context.Context, projects []string, emit func(Cloud
 			emit(CloudSyncProgress{Error: "project " + projects[res.Index] + ": " + res.Err.Error()})
 			continue
 		}
-		state, err := p.store.CloudState(res.Bed.ProjectUUID)
+		_, bedJobs, err := p.plantCoords(res.Bed, true)
 		if err != nil {
 			emit(CloudSyncProgress{Error: "project " + res.Bed.ProjectUUID + ": stored positions: " + err.Error()})
 			continue
 		}
-		for _, pl := range res.Bed.Plants {
-			in, ok := cloudInputsOf(res.Bed, pl)
-			if !ok {
-				continue
-			}
-			if _, fresh := state.Fresh(pl.Cloud.UUID, in); !fresh {
-				jobs = append(jobs, store.CloudJob{Project: res.Bed.ProjectUUID, Cloud: pl.Cloud.UUID, CloudInputs: in})
-			}
-		}
+		jobs = append(jobs, bedJobs...)
 	}
 	if ctx.Err() != nil {
 		emit(CloudSyncProgress{Error: ctx.Err().Error(), Final: true})

@@ -95,7 +95,7 @@ func (s *Server) handleCreatePermission(sc permissionScope) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusCreated, p)
+		s.writeJSON(w, r, http.StatusCreated, p)
 	}
 }
 
@@ -112,7 +112,7 @@ func (s *Server) handleRemovePermission(sc permissionScope) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, removedResult{Removed: removed})
+		s.writeJSON(w, r, http.StatusOK, removedResult{Removed: removed})
 	}
 }
 
@@ -128,6 +128,6 @@ func (s *Server) handleListPermissions(sc permissionScope) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, perms)
+		s.writeJSON(w, r, http.StatusOK, perms)
 	}
 }

@@ -20,7 +20,7 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	coords, jobs, err := s.plantCoords(bed)
+	coords, jobs, err := s.clouds.plantCoords(bed, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -33,5 +33,5 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 	for i, p := range bed.Plants {
 		out.Plants[i] = newPlantJSON(b.ID, p, coords[i], now)
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.writeJSON(w, r, http.StatusOK, out)
 }

@@ -12,12 +12,13 @@ import (
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// writeJSON writes v with status. Encoding happens before the header so a failure can
-// still become a 500.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON writes v with status. Encoding happens before the header so a failure
+// (a NaN from the spatial server, say) can still become a 500 through writeError,
+// which logs it with the request id.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		writeProblem(w, newProblem(http.StatusInternalServerError, "internal error", nil))
+		s.writeError(w, r, err)
 		return
 	}
 	writeRawJSON(w, status, body)
