@@ -82,13 +82,6 @@ func (s *Server) extendWriteDeadline(w http.ResponseWriter) error {
 	return setWriteDeadline(w, time.Now().Add(s.cfg.WriteTimeout))
 }
 
-// noWriteDeadline lifts the write deadline for the rest of the response. Prefer
-// extendWriteDeadline: without any deadline a client that stops reading holds its
-// connection and a concurrency slot until the TCP connection dies.
-func noWriteDeadline(w http.ResponseWriter) error {
-	return setWriteDeadline(w, time.Time{})
-}
-
 func setWriteDeadline(w http.ResponseWriter, t time.Time) error {
 	err := http.NewResponseController(w).SetWriteDeadline(t)
 	if errors.Is(err, http.ErrNotSupported) {

@@ -16,7 +16,7 @@ import (
 )
 
 // A streaming response that outlives WriteTimeout is cut off unless the handler moves
-// its write deadline with extendWriteDeadline or noWriteDeadline. The handler is a
+// its write deadline with extendWriteDeadline. The handler is a
 // test-only stand-in for the NDJSON beds listing, served like Run serves (same
 // http.Server settings, observe's wrapped ResponseWriter) on a real listener.
 func TestStreamingWriteDeadline(t *testing.T) {
@@ -30,11 +30,6 @@ func TestStreamingWriteDeadline(t *testing.T) {
 
 	stream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mode := r.URL.Query().Get("mode")
-		if mode == "lift" {
-			if err := noWriteDeadline(w); err != nil {
-				t.Errorf("noWriteDeadline: %v", err)
-			}
-		}
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		rc := http.NewResponseController(w)
 		for i := range lines {
@@ -85,21 +80,16 @@ func TestStreamingWriteDeadline(t *testing.T) {
 	} else {
 		t.Logf("without a helper: %d of %d lines, then %v", n, lines, err)
 	}
-	for _, mode := range []string{"extend", "lift"} {
-		if n, err := get(mode); err != nil || n != lines {
-			t.Fatalf("%s: %d of %d lines, error %v", mode, n, lines, err)
-		}
+	if n, err := get("extend"); err != nil || n != lines {
+		t.Fatalf("extend: %d of %d lines, error %v", n, lines, err)
 	}
 }
 
-// Under httptest.ResponseRecorder there is no connection: the helpers do nothing.
+// Under httptest.ResponseRecorder there is no connection: the helper does nothing.
 func TestWriteDeadlineWithoutConnection(t *testing.T) {
 	s := &Server{cfg: Config{WriteTimeout: time.Second}}
 	rec := httptest.NewRecorder()
 	if err := s.extendWriteDeadline(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := noWriteDeadline(rec); err != nil {
 		t.Fatal(err)
 	}
 }
