@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -224,6 +225,19 @@ func TestWidgetsRoundTrip(t *testing.T) {
 	}
 	big := `{"x":"` + strings.Repeat("a", 70<<10) + `"}`
 	h.do("POST", "/user/widgets", token, big).expect(http.StatusRequestEntityTooLarge)
+	// Chunked (no Content-Length): the same answer once the read passes the limit.
+	chunked := httptest.NewRequest("POST", "/user/widgets", io.MultiReader(strings.NewReader(big)))
+	chunked.ContentLength = -1
+	chunked.Header.Set("Content-Type", "application/json")
+	chunked.Header.Set("Authorization", "Token "+token)
+	rec := httptest.NewRecorder()
+	h.h.ServeHTTP(rec, chunked)
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("chunked oversized widgets: %d %s", rec.Code, rec.Body)
+	}
+	// Exactly at the limit is accepted.
+	exact := `"` + strings.Repeat("a", (64<<10)-2) + `"`
+	h.do("POST", "/user/widgets", token, exact).expect(http.StatusCreated)
 	// Widgets are per user.
 	if body := h.do("GET", "/user/widgets", h.register("bob"), nil).Body.String(); body != "{}" {
 		t.Fatalf("bob sees %q", body)
