@@ -61,6 +61,7 @@ async function route() {
     return;
   }
   nav();
+  for (const k of Object.keys(main.dataset)) delete main.dataset[k];
   clear(main, h('p', { class: 'loading' }, 'Loading…'));
   if (notice) {
     main.prepend(h('p', { class: 'notice', role: 'status' }, notice));
