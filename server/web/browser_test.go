@@ -274,6 +274,29 @@ func TestWebApp(t *testing.T) {
 		p.checkClean()
 	})
 
+	t.Run("layout kept in widgets", func(t *testing.T) {
+		p.t = t
+		p.open("#/profile")
+		p.waitFor("the layout form", `document.querySelector('input[name=legend]')`)
+		p.do("hide the legend", chromedp.Click(chromedp.CSS(`input[name=legend]`)))
+		p.eval(`(() => { const cb = document.querySelector('input[name=legend]'); if (cb.checked) throw new Error('still ticked'); cb.form.requestSubmit(); return true; })()`, nil)
+		p.waitFor("saved", `document.body.textContent.includes('Layout saved.')`)
+		var doc struct{ Widgets []string }
+		d.api(t, "GET", "/user/widgets", nil, 200, &doc)
+		if strings.Join(doc.Widgets, ",") != "map,beds,plants" {
+			p.errorf("stored widgets %v", doc.Widgets)
+		}
+		p.open(hash)
+		p.waitFor("the garden drawn", `document.querySelector('main').dataset.drawn`)
+		var hidden bool
+		p.eval(`document.querySelector('.panel-legend').hidden && !document.querySelector('.panel-map').hidden`, &hidden)
+		if !hidden {
+			p.errorf("the legend shows after the user hid it")
+		}
+		d.api(t, "POST", "/user/widgets", map[string]any{"widgets": []string{"map", "beds", "plants", "legend"}}, 201, nil)
+		p.checkClean()
+	})
+
 	t.Run("3d view", func(t *testing.T) {
 		p.t = t
 		for _, u := range p.requested() {
