@@ -105,6 +105,8 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 			case <-srv.Ready():
 				fmt.Fprintf(cmd.OutOrStdout(), "gardend demo on http://%s — log in as %q with password %q\n",
 					srv.Addr(), server.DemoUsername, server.DemoPassword)
+				fmt.Fprintf(cmd.OutOrStdout(), "web app: http://%s/ (the demo garden: http://%s/#/c%s)\n",
+					srv.Addr(), srv.Addr(), appGardenPath(srv.DemoGardenPath()))
 				fmt.Fprintf(cmd.OutOrStdout(), "demo garden: http://%s%s (beds: GET %s/beds)\n",
 					srv.Addr(), srv.DemoGardenPath(), srv.DemoGardenPath())
 			case <-ctx.Done():
@@ -112,6 +114,16 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		}()
 	}
 	return srv.Run(ctx)
+}
+
+// appGardenPath turns the API path /companies/C/gardens/G into the web app's
+// /C/g/G view ("" when there is no demo garden).
+func appGardenPath(api string) string {
+	rest, ok := strings.CutPrefix(api, "/companies/")
+	if !ok {
+		return ""
+	}
+	return "/" + strings.Replace(rest, "/gardens/", "/g/", 1)
 }
 
 // newLogger writes JSON lines, or human-friendly lines when asked or on a terminal.

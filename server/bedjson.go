@@ -42,6 +42,8 @@ type plantJSON struct {
 	Yield       *float64      `json:"yield,omitempty"`
 	Health      []healthJSON  `json:"health,omitempty"`
 	PlantCoords *store.LatLon `json:"plant_coords,omitempty"`
+	// PointCloud is where the plant's point cloud stands (plantstatus.go).
+	PointCloud string `json:"pointcloud,omitempty"`
 }
 
 // summaryFields fills the fields a bed and a plant share.

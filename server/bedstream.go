@@ -31,6 +31,7 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "application/x-ndjson")
 	h["Cache-Control"] = headerNoStore
+	h.Set("X-Total-Count", idText(uint64(len(beds)))) // lets a client show "4 of 6 beds"
 	w.WriteHeader(http.StatusOK)
 	if len(beds) == 0 {
 		return

@@ -20,6 +20,11 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	before, err := s.store.CloudState(bed.ProjectUUID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	coords, jobs, err := s.clouds.plantCoords(bed, false)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -30,8 +35,10 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 	out := struct {
 		Plants []plantJSON `json:"plants"`
 	}{Plants: make([]plantJSON, len(bed.Plants))}
+	status := cloudStatuses(bed, before, coords, jobs)
 	for i, p := range bed.Plants {
 		out.Plants[i] = newPlantJSON(b.ID, p, coords[i], now)
+		out.Plants[i].PointCloud = status[i]
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
 }

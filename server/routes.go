@@ -28,6 +28,7 @@ func (s *Server) allRoutes() []route {
 	rs = append(rs, s.imageRoutes()...)
 	rs = append(rs, s.bedRoutes()...)
 	rs = append(rs, s.backupRoutes()...)
+	rs = append(rs, s.webRoutes()...)
 	return rs
 }
 
@@ -70,12 +71,12 @@ func (s *Server) RoutePaths() []string {
 	return out
 }
 
-// openAPIPath turns httprouter's :name into {name}.
+// openAPIPath turns httprouter's :name (and catch-all *name) into {name}.
 func openAPIPath(p string) string {
 	b := []byte(p)
 	out := make([]byte, 0, len(b)+4)
 	for i := 0; i < len(b); i++ {
-		if b[i] != ':' {
+		if b[i] != ':' && b[i] != '*' {
 			out = append(out, b[i])
 			continue
 		}

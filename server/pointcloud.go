@@ -1,0 +1,124 @@
+package server
+
+import (
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/gardend/gardend/spatial"
+	"github.com/gardend/gardend/store"
+)
+
+// PLYContentType is the media type of the kept point clouds (PLY has no registered
+// type; this is the one viewers and loaders recognise).
+const PLYContentType = "application/x-ply"
+
+// handlePlantPointCloud serves the kept PLY file of one plant's point cloud to readers
+// of the garden, with the usual token: the web app's 3D view. {plant_id} is the
+// plant's id in the plants endpoint (its measurement geometry uuid); the cached
+// project details say which cloud belongs to it. A cloud not downloaded yet is 404
+// and queued, so asking again shortly finds it.
+func (s *Server) handlePlantPointCloud(w http.ResponseWriter, r *http.Request) {
+	_, b, _, err := s.bedFromPath(r)
+	if err == nil && s.spatial == nil {
+		err = errNoSpatial
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	plantID := httprouter.ParamsFromContext(r.Context()).ByName("plant_id")
+	bed, err := s.spatial.Bed(r.Context(), b.UUID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var plant *spatial.Plant
+	for i := range bed.Plants {
+		if bed.Plants[i].ID == plantID {
+			plant = &bed.Plants[i]
+			break
+		}
+	}
+	what := "plant " + plantID + " of bed " + idText(b.ID)
+	switch {
+	case plant == nil:
+		err = notFound(what + " not found")
+	case plant.Cloud == nil:
+		err = notFound(what + " has no point cloud on the spatial server")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	path, err := plyPath(s.clouds.dir, b.UUID, plant.Cloud.UUID)
+	if err != nil {
+		// A uuid unfit for a file name is never downloaded (cloudInputsOf).
+		s.writeError(w, r, notFound(what+": its point cloud cannot be kept (its uuid is not a plain name)"))
+		return
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		s.queueCloud(bed, plant.Cloud.UUID)
+		s.writeError(w, r, notFound("the point cloud of "+what+" is not downloaded yet; it is queued, ask again in a few seconds"))
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	if t, ok := mapTransformHeader(plant.Cloud); ok {
+		h.Set("Gardend-Transform", t)
+	}
+	h.Set("Content-Type", PLYContentType)
+	h.Set("Content-Disposition", `inline; filename="`+plant.Cloud.UUID+`.ply"`)
+	http.ServeContent(w, r, "", st.ModTime(), f)
+}
+
+// mapTransformHeader is the transform from the cloud's frame into its bed's map
+// frame as "tx ty tz qx qy qz qw", so a viewer can place the clouds of a bed
+// together; ok is false when there is none (a frame other than map without one).
+func mapTransformHeader(c *spatial.CloudRef) (string, bool) {
+	t := c.Transform
+	if t == nil {
+		if c.FrameID != spatial.MapFrame {
+			return "", false
+		}
+		t = &spatial.Transform{Rotation: [4]float64{0, 0, 0, 1}}
+	}
+	var b []byte
+	for i, v := range append(t.Translation[:], t.Rotation[:]...) {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendFloat(b, v, 'g', -1, 64)
+	}
+	return string(b), true
+}
+
+// queueCloud queues the download of one cloud of bed, if it needs one.
+func (s *Server) queueCloud(bed spatial.Bed, cloudUUID string) {
+	_, jobs, err := s.clouds.plantCoords(bed, false)
+	if err != nil {
+		s.log.Error().Err(err).Str("project", bed.ProjectUUID).Msg("read plant positions")
+		return
+	}
+	var mine []store.CloudJob
+	for _, j := range jobs {
+		if j.Cloud == cloudUUID {
+			mine = append(mine, j)
+		}
+	}
+	s.clouds.enqueue(mine)
+}

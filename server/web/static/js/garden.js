@@ -1,0 +1,288 @@
+import { get, readLines, paths } from './api.js';
+import { h, clear, setTitle, problemBox, announce, fmt, levelOf, healthText, legend, worstLevel } from './ui.js';
+import { sortableTable } from './table.js';
+import { GardenMap } from './map.js';
+import { gardenImage } from './images.js';
+import { mean } from './geo.js';
+import { panels, loadLayout, saveLayout } from './widgets.js';
+
+const cloudText = {
+  stored: 'placed',
+  downloading: 'point cloud downloading',
+  failed: 'point cloud download failed',
+  none: 'no point cloud',
+};
+
+const weeks = (s) => (typeof s === 'string' ? parseFloat(s) : null);
+
+// The garden page: the picture with every bed and plant on it, the beds table filling
+// in as the stream arrives, and the plants of the selected bed. Plants whose point
+// cloud is still downloading are fetched again until they land.
+export async function garden(main, [c, g, bedParam], signal) {
+  const base = paths.garden(c, g);
+  const [gd, co, role, layout] = await Promise.all([
+    get(base, { signal }), get(paths.company(c), { signal }), get(base + '/role', { signal }), loadLayout(signal)]);
+  setTitle(gd.name, co.name);
+  const admin = role.role === 'admin';
+  const state = { beds: new Map(), order: [], total: null, streamDone: false, selected: bedParam || null, timers: new Set() };
+
+  // Panels.
+  const progress = h('p', { class: 'progress', role: 'status', 'aria-live': 'polite' }, 'Reading beds…');
+  const bedsProblem = h('div');
+  const plantsTitle = h('h2', { id: 'plants-h' }, 'Plants');
+  const plantsBody = h('div', {}, h('p', { class: 'hint' }, 'Select a bed in the table or on the map to see its plants.'));
+  const map = new GardenMap({
+    label: `Map of ${gd.name}`,
+    describe: describePlant,
+    onSelectPlant: (p) => { if (String(p.bed) !== String(state.selected)) selectBed(p.bed, p.key); else highlightPlantRow(p.key); },
+    onSelectBed: (id) => selectBed(id),
+  });
+  const mapNote = h('div', { class: 'map-note' });
+  const mapPanel = h('section', { class: 'panel panel-map', dataset: { panel: 'map' }, 'aria-label': 'Map' }, map.el, mapNote);
+  const legendPanel = h('section', { class: 'panel panel-legend', dataset: { panel: 'legend' }, 'aria-label': 'Legend' }, legend(),
+    h('p', { class: 'hint' }, 'Squares are beds, at the mean position of their plants; dots are plants.'));
+  const bedsTable = sortableTable({
+    caption: 'Beds: values are averages over each bed’s plants',
+    rowKey: (b) => b.id,
+    onSelect: (b) => selectBed(b.id),
+    columns: [
+      { key: 'id', label: 'Bed', cell: (b) => `Bed ${b.id}` },
+      { key: 'plant', label: 'Plant', value: (b) => b.line.plant },
+      { key: 'variety', label: 'Variety', value: (b) => b.line.variety },
+      { key: 'humidity', label: 'Soil humidity', numeric: true, value: (b) => b.line.soil_humidty, cell: (b) => fmt.pct(b.line.soil_humidty) },
+      { key: 'yield', label: 'Yield', numeric: true, value: (b) => b.line.yield, cell: (b) => fmt.num(b.line.yield) },
+      { key: 'harvest', label: 'Harvest in', numeric: true, value: (b) => weeks(b.line.harvest), cell: (b) => fmt.text(b.line.harvest) },
+      { key: 'health', label: 'Health', value: (b) => worstLevel(b.line.health), cell: (b) => healthCell(b.line.health) },
+      { key: 'placed', label: 'Plants placed', numeric: true, value: (b) => placedCount(b), cell: (b) => placedText(b) },
+    ],
+  });
+  const bedsPanel = h('section', { class: 'panel panel-beds', dataset: { panel: 'beds' }, 'aria-labelledby': 'beds-h' },
+    h('h2', { id: 'beds-h' }, 'Beds'), progress, bedsProblem, bedsTable.el);
+  const plantsPanel = h('section', { class: 'panel panel-plants', dataset: { panel: 'plants' }, 'aria-labelledby': 'plants-h' }, plantsTitle, plantsBody);
+
+  const toggles = h('fieldset', { class: 'toggles' }, h('legend', {}, 'Show'));
+  const shown = new Set(layout.shown);
+  for (const p of panels) {
+    const id = 'show-' + p.id;
+    const cb = h('input', { type: 'checkbox', id, checked: shown.has(p.id) });
+    cb.addEventListener('change', async () => {
+      if (cb.checked) shown.add(p.id); else shown.delete(p.id);
+      applyPanels();
+      if (!shown.size) return;
+      try { await saveLayout(panels.filter((x) => shown.has(x.id)).map((x) => x.id)); } catch (err) { bedsProblem.replaceChildren(problemBox(err, 'Saving the layout')); }
+    });
+    toggles.append(h('span', { class: 'check' }, cb, h('label', { for: id }, p.label)));
+  }
+  const applyPanels = () => {
+    for (const el of [mapPanel, legendPanel, bedsPanel, plantsPanel]) el.hidden = !shown.has(el.dataset.panel);
+    if (shown.has('map')) map.fit();
+  };
+
+  main.append(
+    h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Gardens'), ' › ', h('a', { href: `#/c/${c}` }, co.name), ' › ', gd.name),
+    h('div', { class: 'title-row' }, h('h1', {}, gd.name),
+      admin ? h('a', { class: 'button', href: `#/c/${c}/g/${g}/admin` }, 'Administer') : null,
+      h('details', { class: 'panels-menu' }, h('summary', {}, 'Panels'), toggles)),
+    h('div', { class: 'garden-layout' }, h('div', { class: 'col-map' }, mapPanel, legendPanel), h('div', { class: 'col-side' }, bedsPanel, plantsPanel)));
+  applyPanels();
+
+  // The picture.
+  (gd.image_path ? gardenImage(c, g, signal) : Promise.resolve(null)).then((img) => {
+    if (signal.aborted) return;
+    if (img) map.setImage({ ...img, corners: { ...img.corners } });
+    else mapNote.replaceChildren(h('p', { class: 'hint' }, 'This garden has no picture yet. ', admin ? h('a', { href: `#/c/${c}/g/${g}/admin` }, 'Upload one') : 'An admin can upload one.'));
+    map.el.dataset.image = img ? 'shown' : 'none';
+  }, (err) => { if (!signal.aborted) mapNote.replaceChildren(problemBox(err, 'The garden picture')); });
+
+  // The beds stream, and each bed's plants as soon as its line is in.
+  const started = performance.now();
+  const plantLoads = [];
+  try {
+    const res = await get(base + '/beds', { signal, raw: true });
+    state.total = Number(res.headers.get('X-Total-Count')) || null;
+    await readLines(res, (line) => {
+      if (line.badLine !== undefined) { bedsProblem.append(problemBox(new Error('The server sent a line that is not JSON; it was skipped.'))); return; }
+      const b = { id: line.id, line, plants: null, error: line.error || null };
+      state.beds.set(String(line.id), b);
+      state.order.push(b);
+      updateProgress();
+      renderBeds();
+      if (!b.error) plantLoads.push(loadPlants(b));
+    });
+    state.streamDone = true;
+    updateProgress();
+  } catch (err) {
+    if (signal.aborted) return;
+    state.streamDone = true;
+    progress.textContent = '';
+    bedsProblem.replaceChildren(problemBox(err, 'The beds'));
+  }
+  await Promise.all(plantLoads);
+  if (signal.aborted) return;
+  renderBeds();
+  drawMarkers();
+  if (state.selected) selectBed(state.selected, null, true);
+  // Fully drawn: every bed is in and every bed's plants are on the map.
+  main.dataset.drawn = 'true';
+  performance.mark('gardend:garden-drawn', { detail: { ms: performance.now() - started } });
+  settleCheck();
+
+  return () => { for (const t of state.timers) clearTimeout(t); cancelAnimationFrame(state.frame); map.destroy(); };
+
+  function updateProgress() {
+    const n = state.order.length;
+    const errors = state.order.filter((b) => b.error).length;
+    const total = state.total ?? (state.streamDone ? n : null);
+    let text = total !== null ? `${n} of ${total} beds` : `${n} beds so far`;
+    if (state.streamDone && n === 0) text = 'No beds registered yet.' + (admin ? ' Register them under Administer.' : '');
+    if (errors) text += ` (${errors} could not be read)`;
+    progress.textContent = text;
+    progress.dataset.count = String(n);
+    progress.dataset.done = String(state.streamDone);
+  }
+
+  async function loadPlants(b, attempt = 0) {
+    try {
+      const res = await get(paths.plants(c, g, b.id), { signal });
+      b.plants = res.plants;
+      b.plantsError = null;
+    } catch (err) {
+      if (signal.aborted) return;
+      b.plantsError = err;
+    }
+    if (signal.aborted) return;
+    scheduleDraw(b);
+    const waiting = (b.plants || []).some((p) => p.pointcloud === 'downloading');
+    if (waiting) {
+      const t = setTimeout(() => { state.timers.delete(t); loadPlants(b, attempt + 1); }, Math.min(1500 * 1.5 ** attempt, 15000));
+      state.timers.add(t);
+    }
+  }
+
+  // scheduleDraw redraws the table and markers once per frame however many beds'
+  // plants arrived in it.
+  function scheduleDraw(b) {
+    state.dirty = state.dirty || new Set();
+    state.dirty.add(String(b.id));
+    if (state.frame) return;
+    state.frame = requestAnimationFrame(() => {
+      state.frame = null;
+      const dirty = state.dirty;
+      state.dirty = new Set();
+      renderBeds();
+      drawMarkers();
+      if (state.selected && dirty.has(String(state.selected))) renderPlants(state.beds.get(String(state.selected)));
+      if (main.dataset.drawn) settleCheck();
+    });
+  }
+
+  function settleCheck() {
+    const waiting = state.order.some((b) => (b.plants || []).some((p) => p.pointcloud === 'downloading'));
+    main.dataset.settled = String(!waiting);
+    if (!waiting && state.order.length) announce('Every plant with a point cloud is on the map.');
+  }
+
+  function placedCount(b) {
+    if (b.plants) return b.plants.filter((p) => p.plant_coords).length;
+    return b.line.plant_coords ? b.line.plant_coords.length : null;
+  }
+
+  function placedText(b) {
+    if (b.error) return h('span', { class: 'error-text' }, b.error);
+    const n = placedCount(b);
+    if (!b.plants) return n === null ? '–' : String(n);
+    const down = b.plants.filter((p) => p.pointcloud === 'downloading').length;
+    return h('span', {}, `${n} of ${b.plants.length}`, down ? h('span', { class: 'hint' }, ` (${down} downloading)`) : null);
+  }
+
+  function renderBeds() {
+    bedsTable.setRows(state.order.map((b) => ({ ...b, rowClass: b.error ? 'error-row' : undefined })));
+    bedsTable.select(state.selected);
+  }
+
+  function bedPosition(b) {
+    const pts = b.plants ? b.plants.filter((p) => p.plant_coords).map((p) => p.plant_coords) : (b.line.plant_coords || []);
+    return mean(pts);
+  }
+
+  function drawMarkers() {
+    const beds = [];
+    const plants = [];
+    for (const b of state.order) {
+      const pos = bedPosition(b);
+      if (pos) beds.push({ id: b.id, label: String(b.id), lat: pos.lat, lon: pos.lon, cls: levelOf(b.line.health).cls });
+      for (const [i, p] of (b.plants || []).entries()) {
+        if (!p.plant_coords) continue;
+        plants.push({ key: `${b.id}/${p.id}`, bed: b.id, index: i + 1, lat: p.plant_coords.lat, lon: p.plant_coords.lon, cls: levelOf(p.health).cls, plant: p });
+      }
+    }
+    map.setBeds(beds);
+    map.setPlants(plants);
+    map.highlightBed(state.selected);
+    map.el.dataset.beds = String(beds.length);
+    map.el.dataset.plants = String(plants.length);
+  }
+
+  function describePlant(m) {
+    const p = m.plant;
+    return h('dl', { class: 'facts' },
+      h('dt', {}, 'Plant'), h('dd', {}, `${fmt.text(p.plant)} (${fmt.text(p.variety)})`),
+      h('dt', {}, 'Bed'), h('dd', {}, `Bed ${m.bed}, plant ${m.index}`),
+      h('dt', {}, 'Soil humidity'), h('dd', {}, fmt.pct(p.soil_humidty)),
+      h('dt', {}, 'Yield'), h('dd', {}, fmt.num(p.yield)),
+      h('dt', {}, 'Harvest in'), h('dd', {}, fmt.text(p.harvest)),
+      h('dt', {}, 'Health'), h('dd', {}, healthText(p.health)));
+  }
+
+  function selectBed(id, plantKey, quiet) {
+    const b = state.beds.get(String(id));
+    if (!b) return;
+    state.selected = String(id);
+    bedsTable.select(id);
+    map.highlightBed(id);
+    const hash = `#/c/${c}/g/${g}/b/${id}`;
+    if (location.hash !== hash) history.replaceState(null, '', hash);
+    renderPlants(b);
+    if (plantKey) { map.pin(plantKey); highlightPlantRow(plantKey); }
+    if (!quiet) announce(`Bed ${id} selected: ${b.plants ? b.plants.length + ' plants' : 'no plants read'}.`);
+  }
+
+  function highlightPlantRow(key) {
+    const row = plantsBody.querySelector(`tr[data-key="${CSS.escape(key)}"]`);
+    plantsBody.querySelectorAll('tr[aria-selected="true"]').forEach((r) => r.setAttribute('aria-selected', 'false'));
+    if (row) { row.setAttribute('aria-selected', 'true'); row.scrollIntoView({ block: 'nearest' }); }
+  }
+
+  function renderPlants(b) {
+    plantsTitle.textContent = `Plants of bed ${b.id}`;
+    if (b.error) { clear(plantsBody, problemBox(new Error(b.error), `Bed ${b.id}`)); return; }
+    if (b.plantsError) { clear(plantsBody, problemBox(b.plantsError, `The plants of bed ${b.id}`)); return; }
+    if (!b.plants) { clear(plantsBody, h('p', { class: 'loading' }, 'Loading plants…')); return; }
+    const rows = b.plants.map((p, i) => ({ ...p, index: i + 1, key: `${b.id}/${p.id}` }));
+    const t = sortableTable({
+      caption: `${rows.length} plants, in name order`,
+      rowKey: (p) => p.key,
+      onSelect: (p) => { if (p.plant_coords) map.pin(p.key); highlightPlantRow(p.key); },
+      empty: 'This bed has no plants.',
+      columns: [
+        { key: 'index', label: '#', numeric: true },
+        { key: 'plant', label: 'Plant' },
+        { key: 'variety', label: 'Variety' },
+        { key: 'soil_humidty', label: 'Soil humidity', numeric: true, cell: (p) => fmt.pct(p.soil_humidty) },
+        { key: 'yield', label: 'Yield', numeric: true, cell: (p) => fmt.num(p.yield) },
+        { key: 'harvest', label: 'Harvest in', numeric: true, value: (p) => weeks(p.harvest), cell: (p) => fmt.text(p.harvest) },
+        { key: 'health', label: 'Health', value: (p) => worstLevel(p.health), cell: (p) => healthCell(p.health) },
+        { key: 'pointcloud', label: 'Position', cell: (p) => h('span', { class: 'pc-' + (p.pointcloud || 'none') }, cloudText[p.pointcloud] || '–') },
+      ],
+    });
+    t.setRows(rows);
+    clear(plantsBody,
+      h('p', { class: 'actions' }, h('a', { class: 'button', href: `#/c/${c}/g/${g}/b/${b.id}/3d` }, `View bed ${b.id} in 3D`)),
+      t.el);
+  }
+}
+
+function healthCell(health) {
+  const l = levelOf(health);
+  return h('span', { class: 'health' }, h('span', { class: 'swatch ' + l.cls, 'aria-hidden': 'true' }), healthText(health));
+}
