@@ -25,6 +25,10 @@ type CloudJob struct {
 	// Failed: the job ran out of attempts and waits to be re-armed.
 	Failed   bool      `json:"failed"`
 	Enqueued time.Time `json:"enqueued"`
+	// ClaimedBy is the node working on the job until ClaimUntil (pcclaims.go); a live
+	// claim keeps the job from being due for anybody else.
+	ClaimedBy  string    `json:"claimed_by,omitempty"`
+	ClaimUntil time.Time `json:"claim_until,omitzero"`
 }
 
 // RetryPolicy says how failed downloads are retried.
@@ -86,6 +90,10 @@ func (s *Store) EnqueueClouds(jobs []CloudJob, rearm time.Duration) ([]CloudJob,
 			}
 			nj := CloudJob{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, NextAttempt: now, Enqueued: now,
 				LastAttempt: old.LastAttempt, LastError: old.LastError}
+			if old.claimLive(now) {
+				// The node at work keeps it: two nodes never fetch one cloud at once.
+				nj.ClaimedBy, nj.ClaimUntil = old.ClaimedBy, old.ClaimUntil
+			}
 			if err := putJSON(b, key, nj); err != nil {
 				return err
 			}
@@ -98,18 +106,18 @@ func (s *Store) EnqueueClouds(jobs []CloudJob, rearm time.Duration) ([]CloudJob,
 
 // DueCloudJobs returns up to limit jobs due now (all of them when limit ≤ 0), earliest first; next is when the
 // earliest job not yet due will be (zero when none), pending the number of jobs not
-// marked failed.
+// marked failed. A job claimed by a node is not due before its claim ends.
 func (s *Store) DueCloudJobs(limit int) (due []CloudJob, next time.Time, pending int, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		due, next, pending = nil, time.Time{}, 0
 		now := s.now()
 		return eachUnder(tx, bucketCloudJobs, nil, func(j CloudJob) {
-			switch {
+			switch at := j.dueAt(now); {
 			case j.Failed:
 				return
-			case j.NextAttempt.After(now):
-				if next.IsZero() || j.NextAttempt.Before(next) {
-					next = j.NextAttempt
+			case at.After(now):
+				if next.IsZero() || at.Before(next) {
+					next = at
 				}
 			default:
 				due = append(due, j)
@@ -145,10 +153,18 @@ func (s *Store) CompleteCloudJob(p PlantPosition) error {
 		}
 		b := tx.Bucket(bucketCloudJobs)
 		var j CloudJob
-		if getJSON(b, key, &j) == nil && j.CloudInputs.Equal(p.CloudInputs) {
+		if getJSON(b, key, &j) != nil {
+			return nil
+		}
+		if j.CloudInputs.Equal(p.CloudInputs) {
 			return b.Delete(key)
 		}
-		return nil
+		if j.ClaimedBy == "" {
+			return nil
+		}
+		// The attempt for the old inputs is over: the job for the new ones is free.
+		j.ClaimedBy, j.ClaimUntil = "", time.Time{}
+		return putJSON(b, key, j)
 	})
 }
 
@@ -167,6 +183,7 @@ func (s *Store) RecordCloudFailure(project, cloud string, in CloudInputs, reason
 		now := s.now().UTC()
 		j.Attempts++
 		j.LastAttempt, j.LastError = now, reason
+		j.ClaimedBy, j.ClaimUntil = "", time.Time{}
 		if j.Attempts >= p.MaxAttempts {
 			j.Failed = true
 		} else {
