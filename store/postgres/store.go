@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -161,13 +162,24 @@ func (s *Store) doCtx(parent context.Context, fn func(ctx context.Context) error
 }
 
 // retryable: a serialization failure or deadlock (the transaction was rolled back and
-// may simply run again), or an error that happened before anything reached the
-// server (a pooled connection the database closed while it was idle).
+// may simply run again); an error that happened before anything reached the server;
+// or a session the server ended (a restart, a failover, pg_terminate_backend) or
+// that died, whose pooled connection is discarded, so the next try takes a fresh
+// one. A transaction cut off that way was rolled back. In the narrow window where a
+// commit succeeded but its answer was lost, a retry applies the write again, which
+// is what the client would do on a 503 anyway.
 func retryable(err error) bool {
-	if code := sqlState(err); code == "40001" || code == "40P01" {
+	switch code := sqlState(err); {
+	case code == "40001", code == "40P01", code == "57P01", code == "57P02", code == "57P03":
 		return true
+	case strings.HasPrefix(code, "08"):
+		return true
+	case code != "":
+		return false
 	}
-	return pgconn.SafeToRetry(err)
+	var ne net.Error
+	return pgconn.SafeToRetry(err) || errors.As(err, &ne) && !ne.Timeout() ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 func sqlState(err error) string {
