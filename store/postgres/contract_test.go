@@ -40,3 +40,13 @@ func TestContract(t *testing.T) {
 		},
 	})
 }
+
+// TestImageContent runs the image content contract: the bytes live in the database.
+func TestImageContent(t *testing.T) {
+	storetest.RunImageContent(t, storetest.ImageHarness{
+		Open: func(tb testing.TB, now func() time.Time) (store.Backend, store.ImageContent) {
+			st := openNodes(tb, now, 1)[0]
+			return st, st
+		},
+	})
+}
