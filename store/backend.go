@@ -16,7 +16,8 @@ import (
 //
 // Methods take no context: each backend bounds its own work (bbolt by its file lock,
 // PostgreSQL by a per-operation deadline), so a caller never waits unboundedly. Only
-// streaming image content takes one, since its duration follows the client.
+// streaming image content and whole-store archives take one, since their duration
+// follows the client or the amount of data.
 
 // ErrUnavailable: the database cannot be reached or did not answer in time. The
 // operation may or may not have been applied when it was a write; the caller answers
@@ -152,6 +153,7 @@ type Backend interface {
 	CloudQueue
 	ImageRecords
 	Maintenance
+	Archiver
 }
 
 var _ Backend = (*Store)(nil)
