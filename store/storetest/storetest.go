@@ -64,6 +64,8 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentGrantsAndDemotions", testConcurrentGrantsAndDemotions},
 		{"ConcurrentBedsOfOneProject", testConcurrentBedsOfOneProject},
 		{"NodesSeeEachOthersWrites", testNodesSeeEachOthersWrites},
+		{"ArchiveRoundTrip", testArchiveRoundTrip},
+		{"ArchiveRejects", testArchiveRejects},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
