@@ -78,21 +78,21 @@ func (s *Store) EnqueueClouds(jobs []CloudJob, rearm time.Duration) ([]CloudJob,
 			if !projectReferenced(tx, j.Project) {
 				continue
 			}
-			var p PlantPosition
-			if getJSON(pos, key, &p) == nil && p.CloudInputs.Equal(j.CloudInputs) {
-				continue
+			var (
+				p   PlantPosition
+				pp  *PlantPosition
+				old CloudJob
+				oj  *CloudJob
+			)
+			if getJSON(pos, key, &p) == nil {
+				pp = &p
 			}
-			var old CloudJob
-			found := getJSON(b, key, &old) == nil
-			if rearm > 0 && found && old.CloudInputs.Equal(j.CloudInputs) &&
-				(!old.Failed || now.Before(old.LastAttempt.Add(rearm))) {
-				continue
+			if getJSON(b, key, &old) == nil {
+				oj = &old
 			}
-			nj := CloudJob{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, NextAttempt: now, Enqueued: now,
-				LastAttempt: old.LastAttempt, LastError: old.LastError}
-			if old.claimLive(now) {
-				// The node at work keeps it: two nodes never fetch one cloud at once.
-				nj.ClaimedBy, nj.ClaimUntil = old.ClaimedBy, old.ClaimUntil
+			nj, ok := Requeue(j, pp, oj, now, rearm)
+			if !ok {
+				continue
 			}
 			if err := putJSON(b, key, nj); err != nil {
 				return err
@@ -102,6 +102,43 @@ func (s *Store) EnqueueClouds(jobs []CloudJob, rearm time.Duration) ([]CloudJob,
 		return nil
 	})
 	return written, err
+}
+
+// Requeue is the job EnqueueClouds writes for j (Project, Cloud, CloudInputs) given
+// the position and the job stored for the cloud (nil when there is none), or false
+// when it writes none: a fresh position, or a job queued for the same inputs that
+// is not failed, or failed less than rearm ago (rearm ≤ 0 forces). The written job
+// starts over, due now; a node's live claim on the old one stays.
+func Requeue(j CloudJob, pos *PlantPosition, old *CloudJob, now time.Time, rearm time.Duration) (CloudJob, bool) {
+	if pos != nil && pos.CloudInputs.Equal(j.CloudInputs) {
+		return CloudJob{}, false
+	}
+	if old == nil {
+		old = &CloudJob{}
+	} else if rearm > 0 && old.CloudInputs.Equal(j.CloudInputs) && (!old.Failed || now.Before(old.LastAttempt.Add(rearm))) {
+		return CloudJob{}, false
+	}
+	nj := CloudJob{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, NextAttempt: now, Enqueued: now,
+		LastAttempt: old.LastAttempt, LastError: old.LastError}
+	if old.claimLive(now) {
+		// The node at work keeps it: two nodes never fetch one cloud at once.
+		nj.ClaimedBy, nj.ClaimUntil = old.ClaimedBy, old.ClaimUntil
+	}
+	return nj, true
+}
+
+// Failure is j after a failed attempt at now: due again after the policy's delay, or
+// marked failed once it has had MaxAttempts; any claim on it ends.
+func (j CloudJob) Failure(now time.Time, reason string, p RetryPolicy) CloudJob {
+	j.Attempts++
+	j.LastAttempt, j.LastError = now, reason
+	j.ClaimedBy, j.ClaimUntil = "", time.Time{}
+	if j.Attempts >= p.MaxAttempts {
+		j.Failed = true
+	} else {
+		j.NextAttempt = now.Add(p.Delay(j.Attempts))
+	}
+	return j
 }
 
 // DueCloudJobs returns up to limit jobs due now (all of them when limit ≤ 0), earliest first; next is when the
@@ -180,15 +217,7 @@ func (s *Store) RecordCloudFailure(project, cloud string, in CloudInputs, reason
 		if getJSON(b, key, &j) != nil || !j.CloudInputs.Equal(in) {
 			return nil
 		}
-		now := s.now().UTC()
-		j.Attempts++
-		j.LastAttempt, j.LastError = now, reason
-		j.ClaimedBy, j.ClaimUntil = "", time.Time{}
-		if j.Attempts >= p.MaxAttempts {
-			j.Failed = true
-		} else {
-			j.NextAttempt = now.Add(p.Delay(j.Attempts))
-		}
+		j = j.Failure(s.now().UTC(), reason, p)
 		ok = true
 		return putJSON(b, key, j)
 	})

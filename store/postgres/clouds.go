@@ -182,27 +182,27 @@ func (s *Store) EnqueueClouds(jobs []store.CloudJob, rearm time.Duration) ([]sto
 			if !referenced[j.Project] {
 				continue
 			}
+			var (
+				pos *store.PlantPosition
+				old *store.CloudJob
+			)
 			p, err := scanPosition(tx.QueryRow(ctx, `SELECT `+positionColumns+` FROM plant_positions WHERE project = $1 AND cloud = $2`, j.Project, j.Cloud))
 			switch {
-			case err == nil && p.CloudInputs.Equal(j.CloudInputs):
-				continue
-			case err != nil && err != pgx.ErrNoRows:
+			case err == nil:
+				pos = &p
+			case err != pgx.ErrNoRows:
 				return err
 			}
-			old, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM cloud_jobs WHERE project = $1 AND cloud = $2`, j.Project, j.Cloud))
-			found := err == nil
-			if err != nil && err != pgx.ErrNoRows {
+			o, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM cloud_jobs WHERE project = $1 AND cloud = $2`, j.Project, j.Cloud))
+			switch {
+			case err == nil:
+				old = &o
+			case err != pgx.ErrNoRows:
 				return err
 			}
-			if rearm > 0 && found && old.CloudInputs.Equal(j.CloudInputs) &&
-				(!old.Failed || now.Before(old.LastAttempt.Add(rearm))) {
+			nj, ok := store.Requeue(j, pos, old, now, rearm)
+			if !ok {
 				continue
-			}
-			nj := store.CloudJob{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, NextAttempt: now, Enqueued: now,
-				LastAttempt: old.LastAttempt, LastError: old.LastError}
-			if found && old.ClaimedBy != "" && now.Before(old.ClaimUntil) {
-				// The node at work keeps it: two nodes never fetch one cloud at once.
-				nj.ClaimedBy, nj.ClaimUntil = old.ClaimedBy, old.ClaimUntil
 			}
 			if err := putJob(ctx, tx, nj); err != nil {
 				return err
@@ -411,15 +411,7 @@ func (s *Store) RecordCloudFailure(project, cloud string, in store.CloudInputs, 
 		if err != nil {
 			return err
 		}
-		now := ts(s.now())
-		j.Attempts++
-		j.LastAttempt, j.LastError = now, reason
-		j.ClaimedBy, j.ClaimUntil = "", time.Time{}
-		if j.Attempts >= p.MaxAttempts {
-			j.Failed = true
-		} else {
-			j.NextAttempt = ts(now.Add(p.Delay(j.Attempts)))
-		}
+		j = j.Failure(ts(s.now()), reason, p)
 		ok = true
 		return putJob(ctx, tx, j)
 	})

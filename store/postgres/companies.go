@@ -93,23 +93,33 @@ func (s *Store) CompaniesOfUser(userID uint64) ([]store.Company, error) {
 // coordinates, and every permission on any of them, in one transaction: the foreign
 // keys cascade. The caller deletes what Removed lists after it returns.
 func (s *Store) DeleteCompany(id uint64) (store.Removed, error) {
+	return s.deleteGardens(func(ctx context.Context, tx pgx.Tx) error {
+		var found bool
+		err := tx.QueryRow(ctx, `SELECT true FROM companies WHERE id = $1 FOR UPDATE`, id).Scan(&found)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("company %d: %w", id, store.ErrNotFound)
+		}
+		return err
+	}, `g.company_id = $1`, `DELETE FROM companies WHERE id = $1`, id)
+}
+
+// deleteGardens runs a deletion in one transaction: lock checks and locks the record
+// (in the order company → gardens → projects that every writer follows, so
+// concurrent deletions and bed creations cannot deadlock), then del deletes it with
+// the gardens matching where, and what they leave outside the database, or in
+// projects no bed refers to any more, is settled before the commit.
+func (s *Store) deleteGardens(lock func(ctx context.Context, tx pgx.Tx) error, where, del string, id uint64) (store.Removed, error) {
 	var r store.Removed
 	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
 		r = store.Removed{}
-		// Lock first, in the order company → gardens → projects that every writer
-		// follows, so concurrent deletions and bed creations cannot deadlock.
-		var found bool
-		if err := tx.QueryRow(ctx, `SELECT true FROM companies WHERE id = $1 FOR UPDATE`, id).Scan(&found); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("company %d: %w", id, store.ErrNotFound)
-			}
+		if err := lock(ctx, tx); err != nil {
 			return err
 		}
-		paths, projects, err := removedWith(ctx, tx, `g.company_id = $1`, id)
+		paths, projects, err := removedWith(ctx, tx, where, id)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM companies WHERE id = $1`, id); err != nil {
+		if _, err := tx.Exec(ctx, del, id); err != nil {
 			return err
 		}
 		r.ImagePaths = paths

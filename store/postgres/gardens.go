@@ -138,9 +138,7 @@ func (s *Store) CompanyGardensVisibleTo(companyID, userID uint64) ([]store.Garde
 // permissions in one transaction (the foreign keys cascade). The caller deletes what
 // Removed lists after it returns.
 func (s *Store) DeleteGarden(companyID, gardenID uint64) (store.Removed, error) {
-	var r store.Removed
-	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
-		r = store.Removed{}
+	return s.deleteGardens(func(ctx context.Context, tx pgx.Tx) error {
 		g, err := scanGarden(tx.QueryRow(ctx, `SELECT `+gardenColumns+` FROM gardens g WHERE g.id = $1 FOR UPDATE`, gardenID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("garden %d: %w", gardenID, store.ErrNotFound)
@@ -148,22 +146,6 @@ func (s *Store) DeleteGarden(companyID, gardenID uint64) (store.Removed, error) 
 		if err != nil {
 			return err
 		}
-		if err := gardenOf(g, companyID); err != nil {
-			return err
-		}
-		paths, projects, err := removedWith(ctx, tx, `g.id = $1`, gardenID)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM gardens WHERE id = $1`, gardenID); err != nil {
-			return err
-		}
-		r.ImagePaths = paths
-		r.BedUUIDs, err = settleProjects(ctx, tx, projects)
-		return err
-	})
-	if err != nil {
-		return store.Removed{}, err
-	}
-	return r, nil
+		return gardenOf(g, companyID)
+	}, `g.id = $1`, `DELETE FROM gardens WHERE id = $1`, gardenID)
 }
