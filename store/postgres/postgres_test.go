@@ -21,7 +21,7 @@ import (
 )
 
 func TestMigrationsConcurrentOpens(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
+	dsn := pgtest.NewEmptyDatabase(t)
 	const nodes = 4
 	var wg sync.WaitGroup
 	errs := make([]error, nodes)
@@ -58,7 +58,7 @@ func TestMigrationsConcurrentOpens(t *testing.T) {
 }
 
 func TestNewerSchemaRefused(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
+	dsn := pgtest.NewEmptyDatabase(t)
 	st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)

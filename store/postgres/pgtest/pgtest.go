@@ -2,7 +2,8 @@
 // from the installed binaries (Debian's postgresql package) with initdb in a
 // temporary directory on a free loopback port, and a fresh database per test.
 //
-// Use it from TestMain so that the server stops when the tests end:
+// Use it from TestMain so that the server stops when the tests end (and, optionally,
+// to prepare a template database every test database is copied from):
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 //
@@ -39,7 +40,13 @@ import (
 )
 
 // Main runs the tests and then stops the server, if one was started, and exits.
-func Main(m *testing.M) {
+// With a prepare function, NewDatabase hands out copies of a template database that
+// prepare was run on once (a schema migrated, say), which is cheaper than preparing
+// each test's database; prepare must close its connections before it returns.
+func Main(m *testing.M, prepare ...func(dsn string) error) {
+	if len(prepare) > 0 {
+		shared.prepare = prepare[0]
+	}
 	code := m.Run()
 	shared.stop()
 	os.Exit(code)
@@ -61,6 +68,11 @@ type server struct {
 	mu    sync.Mutex
 	admin *pgx.Conn
 	n     atomic.Int64
+
+	prepare      func(dsn string) error
+	templateOnce sync.Once
+	template     string // the prepared template database, "" for none
+	templateErr  error
 }
 
 var shared server
@@ -69,29 +81,75 @@ var shared server
 // was started.
 func StartupTime() time.Duration { return shared.started }
 
-// NewDatabase creates an empty database for the test, dropped at cleanup, and
-// returns its DSN.
+// NewDatabase creates a database for the test, dropped at cleanup, and returns its
+// DSN: a copy of the prepared template when Main was given a prepare function, else
+// an empty one.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
-	shared.once.Do(shared.start)
-	if errors.Is(shared.err, errMissing) && os.Getenv("GARDEND_CI") == "" {
-		tb.Skipf("%v (set GARDEND_CI to make this a failure)", shared.err)
+	shared.ready(tb)
+	shared.templateOnce.Do(shared.makeTemplate)
+	if shared.templateErr != nil {
+		tb.Fatalf("prepare the template database: %v", shared.templateErr)
 	}
-	if shared.err != nil {
-		tb.Fatalf("PostgreSQL for tests: %v", shared.err)
+	return shared.create(tb, shared.template)
+}
+
+// NewEmptyDatabase creates an empty database for the test (no template), dropped at
+// cleanup, and returns its DSN.
+func NewEmptyDatabase(tb testing.TB) string {
+	tb.Helper()
+	shared.ready(tb)
+	return shared.create(tb, "")
+}
+
+// ready starts the server once, and skips or fails the test without one.
+func (s *server) ready(tb testing.TB) {
+	tb.Helper()
+	s.once.Do(s.start)
+	if errors.Is(s.err, errMissing) && os.Getenv("GARDEND_CI") == "" {
+		tb.Skipf("%v (set GARDEND_CI to make this a failure)", s.err)
 	}
-	name := fmt.Sprintf("gardend_test_%d_%d", os.Getpid(), shared.n.Add(1))
-	if err := shared.exec(`CREATE DATABASE ` + pgx.Identifier{name}.Sanitize()); err != nil {
+	if s.err != nil {
+		tb.Fatalf("PostgreSQL for tests: %v", s.err)
+	}
+}
+
+func (s *server) create(tb testing.TB, template string) string {
+	tb.Helper()
+	name := fmt.Sprintf("gardend_test_%d_%d", os.Getpid(), s.n.Add(1))
+	sql := `CREATE DATABASE ` + pgx.Identifier{name}.Sanitize()
+	if template != "" {
+		sql += ` TEMPLATE ` + pgx.Identifier{template}.Sanitize()
+	}
+	if err := s.exec(sql); err != nil {
 		tb.Fatalf("create test database: %v", err)
 	}
 	tb.Cleanup(func() {
-		if err := shared.exec(`DROP DATABASE ` + pgx.Identifier{name}.Sanitize() + ` WITH (FORCE)`); err != nil {
+		if err := s.exec(`DROP DATABASE ` + pgx.Identifier{name}.Sanitize() + ` WITH (FORCE)`); err != nil {
 			tb.Errorf("drop test database: %v", err)
 		}
 	})
-	dsn := shared.dsn
-	dsn.Path = "/" + name
+	return s.dsnOf(name)
+}
+
+func (s *server) dsnOf(database string) string {
+	dsn := s.dsn
+	dsn.Path = "/" + database
 	return dsn.String()
+}
+
+// makeTemplate creates and prepares the template database, once.
+func (s *server) makeTemplate() {
+	if s.prepare == nil {
+		return
+	}
+	name := fmt.Sprintf("gardend_template_%d", os.Getpid())
+	if s.templateErr = s.exec(`CREATE DATABASE ` + pgx.Identifier{name}.Sanitize()); s.templateErr != nil {
+		return
+	}
+	if s.templateErr = s.prepare(s.dsnOf(name)); s.templateErr == nil {
+		s.template = name
+	}
 }
 
 // exec runs one statement on the admin connection.
