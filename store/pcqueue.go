@@ -25,6 +25,10 @@ type CloudJob struct {
 	// Failed: the job ran out of attempts and waits to be re-armed.
 	Failed   bool      `json:"failed"`
 	Enqueued time.Time `json:"enqueued"`
+	// ClaimedBy is the node working on the job until ClaimUntil (pcclaims.go); a live
+	// claim keeps the job from being due for anybody else.
+	ClaimedBy  string    `json:"claimed_by,omitempty"`
+	ClaimUntil time.Time `json:"claim_until,omitzero"`
 }
 
 // RetryPolicy says how failed downloads are retried.
@@ -74,18 +78,22 @@ func (s *Store) EnqueueClouds(jobs []CloudJob, rearm time.Duration) ([]CloudJob,
 			if !projectReferenced(tx, j.Project) {
 				continue
 			}
-			var p PlantPosition
-			if getJSON(pos, key, &p) == nil && p.CloudInputs.Equal(j.CloudInputs) {
+			var (
+				p   PlantPosition
+				pp  *PlantPosition
+				old CloudJob
+				oj  *CloudJob
+			)
+			if getJSON(pos, key, &p) == nil {
+				pp = &p
+			}
+			if getJSON(b, key, &old) == nil {
+				oj = &old
+			}
+			nj, ok := Requeue(j, pp, oj, now, rearm)
+			if !ok {
 				continue
 			}
-			var old CloudJob
-			found := getJSON(b, key, &old) == nil
-			if rearm > 0 && found && old.CloudInputs.Equal(j.CloudInputs) &&
-				(!old.Failed || now.Before(old.LastAttempt.Add(rearm))) {
-				continue
-			}
-			nj := CloudJob{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, NextAttempt: now, Enqueued: now,
-				LastAttempt: old.LastAttempt, LastError: old.LastError}
 			if err := putJSON(b, key, nj); err != nil {
 				return err
 			}
@@ -96,20 +104,57 @@ func (s *Store) EnqueueClouds(jobs []CloudJob, rearm time.Duration) ([]CloudJob,
 	return written, err
 }
 
+// Requeue is the job EnqueueClouds writes for j (Project, Cloud, CloudInputs) given
+// the position and the job stored for the cloud (nil when there is none), or false
+// when it writes none: a fresh position, or a job queued for the same inputs that
+// is not failed, or failed less than rearm ago (rearm ≤ 0 forces). The written job
+// starts over, due now; a node's live claim on the old one stays.
+func Requeue(j CloudJob, pos *PlantPosition, old *CloudJob, now time.Time, rearm time.Duration) (CloudJob, bool) {
+	if pos != nil && pos.CloudInputs.Equal(j.CloudInputs) {
+		return CloudJob{}, false
+	}
+	if old == nil {
+		old = &CloudJob{}
+	} else if rearm > 0 && old.CloudInputs.Equal(j.CloudInputs) && (!old.Failed || now.Before(old.LastAttempt.Add(rearm))) {
+		return CloudJob{}, false
+	}
+	nj := CloudJob{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, NextAttempt: now, Enqueued: now,
+		LastAttempt: old.LastAttempt, LastError: old.LastError}
+	if old.claimLive(now) {
+		// The node at work keeps it: two nodes never fetch one cloud at once.
+		nj.ClaimedBy, nj.ClaimUntil = old.ClaimedBy, old.ClaimUntil
+	}
+	return nj, true
+}
+
+// Failure is j after a failed attempt at now: due again after the policy's delay, or
+// marked failed once it has had MaxAttempts; any claim on it ends.
+func (j CloudJob) Failure(now time.Time, reason string, p RetryPolicy) CloudJob {
+	j.Attempts++
+	j.LastAttempt, j.LastError = now, reason
+	j.ClaimedBy, j.ClaimUntil = "", time.Time{}
+	if j.Attempts >= p.MaxAttempts {
+		j.Failed = true
+	} else {
+		j.NextAttempt = now.Add(p.Delay(j.Attempts))
+	}
+	return j
+}
+
 // DueCloudJobs returns up to limit jobs due now (all of them when limit ≤ 0), earliest first; next is when the
 // earliest job not yet due will be (zero when none), pending the number of jobs not
-// marked failed.
+// marked failed. A job claimed by a node is not due before its claim ends.
 func (s *Store) DueCloudJobs(limit int) (due []CloudJob, next time.Time, pending int, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		due, next, pending = nil, time.Time{}, 0
 		now := s.now()
 		return eachUnder(tx, bucketCloudJobs, nil, func(j CloudJob) {
-			switch {
+			switch at := j.dueAt(now); {
 			case j.Failed:
 				return
-			case j.NextAttempt.After(now):
-				if next.IsZero() || j.NextAttempt.Before(next) {
-					next = j.NextAttempt
+			case at.After(now):
+				if next.IsZero() || at.Before(next) {
+					next = at
 				}
 			default:
 				due = append(due, j)
@@ -145,10 +190,18 @@ func (s *Store) CompleteCloudJob(p PlantPosition) error {
 		}
 		b := tx.Bucket(bucketCloudJobs)
 		var j CloudJob
-		if getJSON(b, key, &j) == nil && j.CloudInputs.Equal(p.CloudInputs) {
+		if getJSON(b, key, &j) != nil {
+			return nil
+		}
+		if j.CloudInputs.Equal(p.CloudInputs) {
 			return b.Delete(key)
 		}
-		return nil
+		if j.ClaimedBy == "" {
+			return nil
+		}
+		// The attempt for the old inputs is over: the job for the new ones is free.
+		j.ClaimedBy, j.ClaimUntil = "", time.Time{}
+		return putJSON(b, key, j)
 	})
 }
 
@@ -164,14 +217,7 @@ func (s *Store) RecordCloudFailure(project, cloud string, in CloudInputs, reason
 		if getJSON(b, key, &j) != nil || !j.CloudInputs.Equal(in) {
 			return nil
 		}
-		now := s.now().UTC()
-		j.Attempts++
-		j.LastAttempt, j.LastError = now, reason
-		if j.Attempts >= p.MaxAttempts {
-			j.Failed = true
-		} else {
-			j.NextAttempt = now.Add(p.Delay(j.Attempts))
-		}
+		j = j.Failure(s.now().UTC(), reason, p)
 		ok = true
 		return putJSON(b, key, j)
 	})

@@ -1,0 +1,316 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// An archive is every record of a store as a stream of JSON lines, the same whichever
+// backend wrote it, so that an install moves from bbolt to PostgreSQL and back
+// (Archiver). The first line is the header; then each line is {"kind": …, "record":
+// …}, kinds in the order of ArchiveKinds, so that a record only refers to records
+// before it; within a kind, records come in the order of their ids (tokens by digest,
+// positions and queued downloads by project and cloud). Image content is not part of
+// it: it goes beside it, read and written through ImageContent.
+
+// ArchiveFormat is the version of the archive format this build writes and reads.
+const ArchiveFormat = 1
+
+// archiveMagic is the kind of the header line.
+const archiveMagic = "gardend-archive"
+
+// Archiver writes and reads whole stores.
+type Archiver interface {
+	// Export writes every record to w, from one consistent snapshot. It takes as
+	// long as the data and w need: ctx bounds it.
+	Export(ctx context.Context, w io.Writer) error
+	// Import loads an archive into an empty store in one transaction, keeping every
+	// id, and sets the id sequences past them: a store that holds any user or company
+	// already is ErrConflict, an archive that is malformed or refers to records it
+	// does not hold is ErrInvalid, and either way nothing is written.
+	Import(ctx context.Context, r io.Reader) error
+}
+
+// ArchiveHeader opens an archive.
+type ArchiveHeader struct {
+	Format   int       `json:"format"`
+	Exported time.Time `json:"exported"`
+}
+
+// The record kinds, in archive order.
+const (
+	KindUser              = "user"
+	KindToken             = "token"
+	KindWidgets           = "widgets"
+	KindCompany           = "company"
+	KindGarden            = "garden"
+	KindCompanyPermission = "company_permission"
+	KindGardenPermission  = "garden_permission"
+	KindBed               = "bed"
+	KindPosition          = "plant_position"
+	KindCloudJob          = "cloud_job"
+)
+
+// ArchiveKinds lists the kinds in the order an archive holds them.
+var ArchiveKinds = []string{KindUser, KindToken, KindWidgets, KindCompany, KindGarden,
+	KindCompanyPermission, KindGardenPermission, KindBed, KindPosition, KindCloudJob}
+
+// ArchivedUser is a user with the password hash, which User keeps out of JSON.
+type ArchivedUser struct {
+	User
+	PasswordHash string `json:"password_hash"`
+}
+
+// ArchivedToken is a stored token: its digest, never the token.
+type ArchivedToken struct {
+	Digest  []byte    `json:"digest"`
+	UserID  uint64    `json:"user_id"`
+	Created time.Time `json:"created"`
+	Expiry  time.Time `json:"expiry"`
+}
+
+// ArchivedWidgets is a user's widgets document, byte for byte (base64 in JSON, since
+// embedding it as JSON would re-encode it).
+type ArchivedWidgets struct {
+	UserID uint64 `json:"user_id"`
+	Doc    []byte `json:"doc"`
+}
+
+// ArchivedGarden is a garden with the coordinates of its image.
+type ArchivedGarden struct {
+	Garden
+	Coordinates Coordinates `json:"coordinates,omitempty"`
+}
+
+// ArchivedPermission is a company or garden permission: On is the company's or the
+// garden's id.
+type ArchivedPermission struct {
+	ID     uint64 `json:"id"`
+	On     uint64 `json:"on"`
+	UserID uint64 `json:"user_id"`
+	Level  Level  `json:"level"`
+}
+
+// ArchivedBed is a bed with its garden, which Bed keeps out of JSON.
+type ArchivedBed struct {
+	Bed
+	Garden uint64 `json:"garden"`
+}
+
+// ArchiveWriter writes an archive.
+type ArchiveWriter struct {
+	w    *bufio.Writer
+	enc  *json.Encoder
+	kind int // index in ArchiveKinds of the last kind written
+}
+
+// NewArchiveWriter writes the header to w.
+func NewArchiveWriter(w io.Writer, exported time.Time) (*ArchiveWriter, error) {
+	bw := bufio.NewWriter(w)
+	aw := &ArchiveWriter{w: bw, enc: json.NewEncoder(bw)}
+	return aw, aw.enc.Encode(archiveLine{Kind: archiveMagic, Record: ArchiveHeader{Format: ArchiveFormat, Exported: exported.UTC()}})
+}
+
+type archiveLine struct {
+	Kind   string `json:"kind"`
+	Record any    `json:"record"`
+}
+
+// Write appends one record of kind; kinds must come in archive order.
+func (aw *ArchiveWriter) Write(kind string, record any) error {
+	i := kindIndex(kind)
+	if i < aw.kind {
+		return fmt.Errorf("archive: %s written after %s", kind, ArchiveKinds[aw.kind])
+	}
+	aw.kind = i
+	return aw.enc.Encode(archiveLine{Kind: kind, Record: record})
+}
+
+// Close flushes what is buffered; it does not close the underlying writer.
+func (aw *ArchiveWriter) Close() error { return aw.w.Flush() }
+
+func kindIndex(kind string) int {
+	for i, k := range ArchiveKinds {
+		if k == kind {
+			return i
+		}
+	}
+	return -1
+}
+
+// ArchiveReader reads an archive record by record.
+type ArchiveReader struct {
+	dec    *json.Decoder
+	Header ArchiveHeader
+	line   int
+	kind   int
+}
+
+// NewArchiveReader reads and checks the header.
+func NewArchiveReader(r io.Reader) (*ArchiveReader, error) {
+	ar := &ArchiveReader{dec: json.NewDecoder(bufio.NewReader(r))}
+	var head struct {
+		Kind   string        `json:"kind"`
+		Record ArchiveHeader `json:"record"`
+	}
+	if err := ar.dec.Decode(&head); err != nil || head.Kind != archiveMagic {
+		return nil, fmt.Errorf("%w: not a gardend archive (the first line must be its header)", ErrInvalid)
+	}
+	if head.Record.Format != ArchiveFormat {
+		return nil, fmt.Errorf("%w: archive format %d, this gardend reads %d", ErrInvalid, head.Record.Format, ArchiveFormat)
+	}
+	ar.Header = head.Record
+	ar.line = 1
+	return ar, nil
+}
+
+// Next returns the next record's kind and raw JSON; io.EOF after the last.
+func (ar *ArchiveReader) Next() (string, json.RawMessage, error) {
+	var line struct {
+		Kind   string          `json:"kind"`
+		Record json.RawMessage `json:"record"`
+	}
+	if err := ar.dec.Decode(&line); err != nil {
+		if errors.Is(err, io.EOF) {
+			return "", nil, io.EOF
+		}
+		return "", nil, fmt.Errorf("%w: archive line %d: %v", ErrInvalid, ar.line+1, err)
+	}
+	ar.line++
+	i := kindIndex(line.Kind)
+	switch {
+	case i < 0:
+		return "", nil, fmt.Errorf("%w: archive line %d: unknown kind %q", ErrInvalid, ar.line, line.Kind)
+	case i < ar.kind:
+		return "", nil, fmt.Errorf("%w: archive line %d: %s after %s", ErrInvalid, ar.line, line.Kind, ArchiveKinds[ar.kind])
+	}
+	ar.kind = i
+	return line.Kind, line.Record, nil
+}
+
+// Decode decodes a record of the current line into v, naming the line in errors.
+func (ar *ArchiveReader) Decode(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%w: archive line %d: %v", ErrInvalid, ar.line, err)
+	}
+	return nil
+}
+
+// Invalidf is an ErrInvalid naming the archive line being read.
+func (ar *ArchiveReader) Invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: archive line %d: %s", ErrInvalid, ar.line, fmt.Sprintf(format, args...))
+}
+
+// CheckArchived applies the rules of the record kinds to an imported record, so that
+// no backend loads what it would refuse to create.
+func CheckArchived(kind string, record any) error {
+	switch r := record.(type) {
+	case *ArchivedUser:
+		if r.ID == 0 {
+			return Invalid("id", "user id must not be 0")
+		}
+		return ValidateNewUser(NewUser{Username: r.Username, FirstName: r.FirstName, LastName: r.LastName, Email: r.Email, PasswordHash: r.PasswordHash})
+	case *ArchivedToken:
+		if len(r.Digest) != DigestSize {
+			return Invalid("digest", fmt.Sprintf("token digest must be %d bytes", DigestSize))
+		}
+		return ValidateTokenDigest([DigestSize]byte(r.Digest))
+	case *ArchivedWidgets:
+		return ValidateWidgets(r.Doc)
+	case *Company:
+		if r.ID == 0 {
+			return Invalid("id", "company id must not be 0")
+		}
+		return r.Validate()
+	case *ArchivedGarden:
+		if r.ID == 0 {
+			return Invalid("id", "garden id must not be 0")
+		}
+		if err := r.Validate(); err != nil {
+			return err
+		}
+		if r.ImagePath != nil {
+			return ValidateImageRecord(*r.ImagePath, r.Coordinates)
+		}
+		if len(r.Coordinates) > 0 {
+			return Invalid("coordinates", "a garden without image has no coordinates")
+		}
+	case *ArchivedPermission:
+		if r.ID == 0 {
+			return Invalid("id", "permission id must not be 0")
+		}
+		return r.Level.Validate()
+	case *ArchivedBed:
+		if r.ID == 0 {
+			return Invalid("id", "bed id must not be 0")
+		}
+		return r.Validate()
+	case *PlantPosition:
+		return ValidateCloudKey(r.Project, r.Cloud)
+	case *CloudJob:
+		return ValidateCloudKey(r.Project, r.Cloud)
+	default:
+		return fmt.Errorf("archive: no rules for %s records (%T)", kind, record)
+	}
+	return nil
+}
+
+// ReadArchive reads every record of r in order, decoded into its archived type and
+// checked (CheckArchived), and hands it to load: a backend's Import is this with its
+// writes. It stops when ctx ends.
+func ReadArchive(ctx context.Context, r io.Reader, load func(kind string, record any) error) error {
+	ar, err := NewArchiveReader(r)
+	if err != nil {
+		return err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		kind, raw, err := ar.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var rec any
+		switch kind {
+		case KindUser:
+			rec = &ArchivedUser{}
+		case KindToken:
+			rec = &ArchivedToken{}
+		case KindWidgets:
+			rec = &ArchivedWidgets{}
+		case KindCompany:
+			rec = &Company{}
+		case KindGarden:
+			rec = &ArchivedGarden{}
+		case KindCompanyPermission, KindGardenPermission:
+			rec = &ArchivedPermission{}
+		case KindBed:
+			rec = &ArchivedBed{}
+		case KindPosition:
+			rec = &PlantPosition{}
+		case KindCloudJob:
+			rec = &CloudJob{}
+		}
+		if err := ar.Decode(raw, rec); err != nil {
+			return err
+		}
+		if err := CheckArchived(kind, rec); err != nil {
+			return ar.Invalidf("%s: %v", kind, err)
+		}
+		if err := load(kind, rec); err != nil {
+			if errors.Is(err, ErrInvalid) || errors.Is(err, ErrConflict) {
+				return ar.Invalidf("%s: %v", kind, err)
+			}
+			return err
+		}
+	}
+}

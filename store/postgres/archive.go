@@ -1,0 +1,301 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gardend/gardend/store"
+)
+
+var _ store.Archiver = (*Store)(nil)
+
+// Export writes every record to w as an archive, from one REPEATABLE READ snapshot.
+// It holds that snapshot (and a connection) until w has taken everything, so ctx,
+// not the operation deadline, bounds it.
+func (s *Store) Export(ctx context.Context, w io.Writer) error {
+	aw, err := store.NewArchiveWriter(w, s.now())
+	if err != nil {
+		return err
+	}
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		each := func(kind, query string, scan func(pgx.Rows) (any, error)) error {
+			rows, err := tx.Query(ctx, query)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				rec, err := scan(rows)
+				if err != nil {
+					return err
+				}
+				if err := aw.Write(kind, rec); err != nil {
+					return err
+				}
+			}
+			return rows.Err()
+		}
+		steps := []func() error{
+			func() error {
+				return each(store.KindUser, `SELECT `+userColumns+` FROM users ORDER BY id`, func(r pgx.Rows) (any, error) {
+					u, err := scanUser(r)
+					hash := u.PasswordHash
+					u.PasswordHash = ""
+					return store.ArchivedUser{User: u, PasswordHash: hash}, err
+				})
+			},
+			func() error {
+				return each(store.KindToken, `SELECT digest, user_id, created, expiry FROM tokens ORDER BY digest`, func(r pgx.Rows) (any, error) {
+					var t store.ArchivedToken
+					err := r.Scan(&t.Digest, &t.UserID, &t.Created, &t.Expiry)
+					t.Created, t.Expiry = t.Created.UTC(), t.Expiry.UTC()
+					return t, err
+				})
+			},
+			func() error {
+				return each(store.KindWidgets, `SELECT user_id, doc FROM widgets ORDER BY user_id`, func(r pgx.Rows) (any, error) {
+					var w store.ArchivedWidgets
+					return w, r.Scan(&w.UserID, &w.Doc)
+				})
+			},
+			func() error {
+				return each(store.KindCompany, `SELECT id, name FROM companies ORDER BY id`, func(r pgx.Rows) (any, error) {
+					var c store.Company
+					return c, r.Scan(&c.ID, &c.Name)
+				})
+			},
+			func() error {
+				return each(store.KindGarden, `SELECT `+gardenColumns+`,
+						array_agg(c.name ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL),
+						array_agg(c.latitude ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL),
+						array_agg(c.longitude ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL)
+					FROM gardens g LEFT JOIN garden_coordinates c ON c.garden_id = g.id
+					GROUP BY g.id ORDER BY g.id`, func(r pgx.Rows) (any, error) {
+					var (
+						g          store.ArchivedGarden
+						names      []string
+						lats, lons []float64
+					)
+					err := r.Scan(&g.ID, &g.Name, &g.ImagePath, &g.Company, &names, &lats, &lons)
+					for i := range names {
+						g.Coordinates = append(g.Coordinates, store.Coordinate{Name: names[i], Latitude: lats[i], Longitude: lons[i]})
+					}
+					return g, err
+				})
+			},
+			func() error {
+				return each(store.KindCompanyPermission, `SELECT id, company_id, user_id, level FROM company_permissions ORDER BY id`, scanArchivedPermission)
+			},
+			func() error {
+				return each(store.KindGardenPermission, `SELECT id, garden_id, user_id, level FROM garden_permissions ORDER BY id`, scanArchivedPermission)
+			},
+			func() error {
+				return each(store.KindBed, `SELECT `+bedColumns+` FROM beds b ORDER BY b.id`, func(r pgx.Rows) (any, error) {
+					b, err := scanBed(r)
+					return store.ArchivedBed{Bed: b, Garden: b.Garden}, err
+				})
+			},
+			func() error {
+				return each(store.KindPosition, `SELECT `+positionColumns+` FROM plant_positions ORDER BY project, cloud`, func(r pgx.Rows) (any, error) {
+					return scanPosition(r)
+				})
+			},
+			func() error {
+				return each(store.KindCloudJob, `SELECT `+jobColumns+` FROM cloud_jobs ORDER BY project, cloud`, func(r pgx.Rows) (any, error) {
+					j, err := scanJob(r)
+					// Claims belong to the nodes of this install, not to the records.
+					j.ClaimedBy, j.ClaimUntil = "", time.Time{}
+					return j, err
+				})
+			},
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.classify(err)
+	}
+	return aw.Close()
+}
+
+func scanArchivedPermission(r pgx.Rows) (any, error) {
+	var (
+		p     store.ArchivedPermission
+		level string
+	)
+	err := r.Scan(&p.ID, &p.On, &p.UserID, &level)
+	p.Level = store.Level(level)
+	return p, err
+}
+
+// importBatch is how many inserts go to the server in one round trip.
+const importBatch = 256
+
+// Import loads an archive into this database, which must hold no user and no company,
+// in one transaction: on any error nothing is written. The users and companies tables
+// are locked (EXCLUSIVE: others may read, nobody writes) for the duration, so no node
+// writes into a database being loaded. The foreign keys and unique constraints check
+// the references; the invariant queries of CheckIndexes run before the commit.
+func (s *Store) Import(ctx context.Context, r io.Reader) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `LOCK TABLE users, companies IN EXCLUSIVE MODE`); err != nil {
+			return err
+		}
+		var used bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users) OR EXISTS (SELECT 1 FROM companies)`).Scan(&used); err != nil {
+			return err
+		}
+		if used {
+			return fmt.Errorf("%w: the database holds users or companies already; import into an empty one", store.ErrConflict)
+		}
+		im := &importer{ctx: ctx, tx: tx}
+		if err := store.ReadArchive(ctx, r, im.load); err != nil {
+			return err
+		}
+		if err := im.flush(); err != nil {
+			return err
+		}
+		// New records get ids past the imported ones.
+		for _, t := range []string{"users", "companies", "gardens", "company_permissions", "garden_permissions", "beds"} {
+			if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence('`+t+`', 'id'), max(id)) FROM `+t+` HAVING max(id) IS NOT NULL`); err != nil {
+				return err
+			}
+		}
+		var broken []string
+		for _, inv := range invariants {
+			rows, err := tx.Query(ctx, inv.query)
+			if err != nil {
+				return err
+			}
+			found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			broken = append(broken, found...)
+		}
+		if len(broken) > 0 {
+			return fmt.Errorf("%w: the archive breaks the rules of the records: %s", store.ErrInvalid, strings.Join(broken, "; "))
+		}
+		return nil
+	})
+	return s.classify(err)
+}
+
+// importer queues the inserts of an import and sends them in batches.
+type importer struct {
+	ctx   context.Context
+	tx    pgx.Tx
+	batch pgx.Batch
+	what  []string // what each queued insert is, for errors
+}
+
+func (im *importer) queue(what, sql string, args ...any) error {
+	im.batch.Queue(sql, args...)
+	im.what = append(im.what, what)
+	if im.batch.Len() >= importBatch {
+		return im.flush()
+	}
+	return nil
+}
+
+func (im *importer) flush() error {
+	if im.batch.Len() == 0 {
+		return nil
+	}
+	res := im.tx.SendBatch(im.ctx, &im.batch)
+	var err error
+	for _, what := range im.what {
+		if _, err = res.Exec(); err != nil {
+			switch code := sqlState(err); {
+			case code == "23503":
+				err = fmt.Errorf("%w: %s refers to a record the archive does not hold before it", store.ErrInvalid, what)
+			case code == "23505":
+				err = fmt.Errorf("%w: %s appears twice", store.ErrInvalid, what)
+			case strings.HasPrefix(code, "23"), strings.HasPrefix(code, "22"):
+				err = fmt.Errorf("%w: %s: %v", store.ErrInvalid, what, err)
+			}
+			break
+		}
+	}
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	im.batch = pgx.Batch{}
+	im.what = im.what[:0]
+	return err
+}
+
+func (im *importer) load(kind string, rec any) error {
+	switch r := rec.(type) {
+	case *store.ArchivedUser:
+		return im.queue(fmt.Sprintf("user %d", r.ID), `INSERT INTO users (id, username, first_name, last_name, email,
+				password_hash, date_joined, last_login, site_admin) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			r.ID, r.Username, r.FirstName, r.LastName, r.Email, r.PasswordHash, ts(r.DateJoined), optTime(r.LastLogin), r.SiteAdmin)
+	case *store.ArchivedToken:
+		return im.queue(fmt.Sprintf("token %x of user %d", r.Digest[:6], r.UserID),
+			`INSERT INTO tokens (digest, user_id, created, expiry) VALUES ($1, $2, $3, $4)`, r.Digest, r.UserID, ts(r.Created), ts(r.Expiry))
+	case *store.ArchivedWidgets:
+		return im.queue(fmt.Sprintf("widgets of user %d", r.UserID), `INSERT INTO widgets (user_id, doc) VALUES ($1, $2)`, r.UserID, r.Doc)
+	case *store.Company:
+		return im.queue(fmt.Sprintf("company %d", r.ID), `INSERT INTO companies (id, name) VALUES ($1, $2)`, r.ID, r.Name)
+	case *store.ArchivedGarden:
+		what := fmt.Sprintf("garden %d", r.ID)
+		if err := im.queue(what, `INSERT INTO gardens (id, company_id, name, image_path) VALUES ($1, $2, $3, $4)`,
+			r.ID, r.Company, r.Name, r.ImagePath); err != nil {
+			return err
+		}
+		for i, c := range r.Coordinates {
+			if err := im.queue(what+" coordinates", `INSERT INTO garden_coordinates (garden_id, seq, name, latitude, longitude)
+				VALUES ($1, $2, $3, $4, $5)`, r.ID, i, c.Name, c.Latitude, c.Longitude); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *store.ArchivedPermission:
+		table, owner := "company_permissions", "company_id"
+		if kind == store.KindGardenPermission {
+			table, owner = "garden_permissions", "garden_id"
+		}
+		return im.queue(fmt.Sprintf("%s %d", kind, r.ID), `INSERT INTO `+table+` (id, `+owner+`, user_id, level) VALUES ($1, $2, $3, $4)`,
+			r.ID, r.On, r.UserID, string(r.Level))
+	case *store.ArchivedBed:
+		what := fmt.Sprintf("bed %d", r.ID)
+		if err := im.queue(what, `INSERT INTO projects (uuid) VALUES ($1) ON CONFLICT DO NOTHING`, r.UUID); err != nil {
+			return err
+		}
+		return im.queue(what, `INSERT INTO beds (id, garden_id, project, name) VALUES ($1, $2, $3, $4)`, r.ID, r.Garden, r.UUID, r.Name)
+	case *store.PlantPosition:
+		var lat, lon *float64
+		if r.Position != nil {
+			lat, lon = &r.Position.Lat, &r.Position.Lon
+		}
+		args := append([]any{r.Project, r.Cloud}, inputsOf(r.CloudInputs).args()...)
+		args = append(args, lat, lon, r.Reason, r.Points, ts(r.Computed))
+		return im.queue(fmt.Sprintf("position of %s/%s", r.Project, r.Cloud), `INSERT INTO plant_positions (`+positionColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, args...)
+	case *store.CloudJob:
+		args := append([]any{r.Project, r.Cloud}, inputsOf(r.CloudInputs).args()...)
+		args = append(args, r.Attempts, ts(r.NextAttempt), nullTime(r.LastAttempt), r.LastError, r.Failed, ts(r.Enqueued), "", nil)
+		return im.queue(fmt.Sprintf("queued download of %s/%s", r.Project, r.Cloud), `INSERT INTO cloud_jobs (`+jobColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, args...)
+	}
+	return errors.New("archive: unexpected " + kind + " record")
+}
+
+func optTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := ts(*t)
+	return &v
+}
