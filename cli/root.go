@@ -36,6 +36,10 @@ GARDEND_DATA or GARDEND_TOKEN_TTL); a flag on the command line wins.`,
 			return applyEnv(cmd)
 		},
 	}
+	// cobra says what was wrong with a flag but not where to look.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
+	})
 	root.PersistentFlags().StringVar(&g.dataDir, "data", DefaultDataDir, "data directory (database, images, point clouds)")
 	root.AddCommand(
 		newServeCommand(g),

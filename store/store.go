@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -62,7 +63,7 @@ func Open(path string, opts Options) (*Store, error) {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s is in use (is gardend serve running with this data directory?)", ErrLocked, path)
 		}
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, openError(path, err)
 	}
 	if created {
 		// bbolt syncs the new file but not the directory entry naming it: without this,
@@ -80,6 +81,20 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// openError names the database once: bbolt's own error is often an *fs.PathError
+// that already says "open PATH", which would read "open PATH: open PATH: …".
+func openError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	hint := ""
+	if errors.Is(err, fs.ErrPermission) {
+		hint = " (run as the user that owns the data directory)"
+	}
+	return fmt.Errorf("open database %s: %w%s", path, err, hint)
 }
 
 // Close closes the database file.
