@@ -3,6 +3,7 @@ module github.com/gardend/gardend
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/julienschmidt/httprouter v1.3.0
 	github.com/rs/zerolog v1.35.1
 	github.com/spf13/cobra v1.10.2

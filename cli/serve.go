@@ -61,6 +61,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.DurationVar(&o.demoLatency, "demo-latency", 0, "latency added to every call of the demo spatial server (e.g. 30ms, as a real one)")
 	o.spatial.addFlags(f)
 	o.field.addFlags(f)
+	markConfig(f) // every serve flag is configuration (config.go)
 	return cmd
 }
 

@@ -30,6 +30,7 @@ func (o *spatialOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.concurrency, "spatial-concurrency", spatial.DefaultMaxInFlight, "most calls to the spatial server in flight at once")
 	f.DurationVar(&o.cacheTTL, "spatial-cache-ttl", 30*time.Second, "how long answers of the spatial server are reused (0 disables the cache)")
 	f.IntVar(&o.workers, "pointcloud-workers", server.DefaultCloudWorkers, "point clouds downloaded at once in the background")
+	markConfig(f, "spatial", "spatial-tls", "spatial-ca", "spatial-timeout", "spatial-concurrency", "spatial-cache-ttl", "pointcloud-workers")
 }
 
 func (o *spatialOptions) validate() error {
