@@ -2,16 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/gardend/gardend/server"
 )
@@ -113,27 +109,4 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		}()
 	}
 	return srv.Run(ctx)
-}
-
-// newLogger writes JSON lines, or human-friendly lines when asked or on a terminal.
-func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
-	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
-	if err != nil || level == "" {
-		return zerolog.Logger{}, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
-	}
-	switch format {
-	case "":
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			format = "console"
-		} else {
-			format = "json"
-		}
-	case "json", "console":
-	default:
-		return zerolog.Logger{}, fmt.Errorf("--log-format %q: use json or console", format)
-	}
-	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
-	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }

@@ -55,7 +55,7 @@ func (p *cloudPool) fetch(ctx context.Context, j store.CloudJob) cloudEvent {
 		p.failed(j, err)
 		return ev
 	}
-	line := log.Info().Str("source", source).Int("points", pos.Points).Int64("bytes", size).Dur("duration", time.Since(start))
+	line := log.Info().Str("source", source).Int("points", pos.Points).Int64("bytes", size).Float64("duration_ms", durationMS(time.Since(start)))
 	if pos.Position != nil {
 		line.Float64("lat", pos.Position.Lat).Float64("lon", pos.Position.Lon).Msg("plant position computed")
 	} else {

@@ -55,7 +55,7 @@ func (s *Server) buildHandler() http.Handler {
 		if rt.maxBody > 0 {
 			limit = rt.maxBody
 		}
-		r.Handler(rt.method, rt.path, s.limitBody(limit, h))
+		r.Handler(rt.method, rt.path, withRoute(rt.path, s.limitBody(limit, h)))
 	}
 	return s.observe(s.cors(s.capConcurrency(r)))
 }
