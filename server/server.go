@@ -158,6 +158,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b := st.MigrationBackup(); b != "" {
+		cfg.Logger.Info().Str("copy", b).Uint64("schema", store.SchemaVersion()).Msg("database schema migrated; the file was copied before (delete the copy once all is well)")
+	}
 	images, err := imagestore.Open(filepath.Join(cfg.DataDir, ImageDirName))
 	if err != nil {
 		st.Close()

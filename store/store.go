@@ -40,6 +40,8 @@ type Store struct {
 	db    *bolt.DB
 	now   func() time.Time
 	users userCache
+	// migrationBackup is the copy taken before Open migrated the schema.
+	migrationBackup string
 }
 
 // Open opens (creating if needed) the database at path, creates the buckets and runs
