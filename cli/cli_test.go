@@ -193,4 +193,8 @@ func TestVersion(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "gardend ") || !strings.Contains(out, "go1.") {
 		t.Fatalf("version: %v %q", err, out)
 	}
+	flag, err := run(t, "", "--version")
+	if err != nil || flag != out {
+		t.Fatalf("--version: %v %q, want %q", err, flag, out)
+	}
 }

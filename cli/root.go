@@ -33,12 +33,14 @@ or in a TOML config file (--config FILE or GARDEND_CONFIG) with the flags' names
 (token-ttl = "2h"). A value is taken from the first of: the command line, the
 environment, the config file, the default. Other flags (restore --force, inspect
 --json, …) come from the command line only.`,
+		Version:       buildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: false,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			return applyConfig(cmd, g)
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	// cobra says what was wrong with a flag but not where to look.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())

@@ -87,6 +87,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		Spatial:         o.spatial.clientConfig(),
 		Clouds:          o.spatial.cloudConfig(),
 		Logger:          log,
+		Build:           buildInfo(),
 	}
 	o.field.apply(&cfg)
 	srv, err := server.New(cfg)

@@ -68,6 +68,8 @@ type Config struct {
 	MaxConcurrent     int
 	// TLSCertFile and TLSKeyFile (PEM) enable HTTPS; both or neither.
 	TLSCertFile, TLSKeyFile string
+	// Build is what GET /version reports; the binary's build information when zero.
+	Build BuildInfo
 	// Now is the clock; time.Now when nil. Tests inject one.
 	Now    func() time.Time
 	Logger zerolog.Logger
@@ -108,6 +110,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Build == (BuildInfo{}) {
+		c.Build = ReadBuildInfo(BuildInfo{})
 	}
 	c.Clouds.setDefaults()
 	c.setFieldDefaults()

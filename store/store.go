@@ -242,3 +242,14 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// Ping reads the schema version in a read transaction: the database answers.
+func (s *Store) Ping() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil || meta.Get(keySchemaVersion) == nil {
+			return errors.New("the database has no schema version")
+		}
+		return nil
+	})
+}
