@@ -25,6 +25,7 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	demo            bool
 	demoLatency     time.Duration
+	metricsAddr     string
 	spatial         spatialOptions
 	field           fieldOptions
 }
@@ -55,6 +56,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to wait for in-flight requests on shutdown")
 	f.BoolVar(&o.demo, "demo", false, "run a demo spatial server in-process, seed a demo account, company, garden and beds, and print the credentials")
 	f.DurationVar(&o.demoLatency, "demo-latency", 0, "latency added to every call of the demo spatial server (e.g. 30ms, as a real one)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (GET /metrics) on this address of its own, e.g. 127.0.0.1:9464 (default: only on the admin socket)")
 	o.spatial.addFlags(f)
 	o.field.addFlags(f)
 	markConfig(f) // every serve flag is configuration (config.go)
@@ -88,6 +90,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		Clouds:          o.spatial.cloudConfig(),
 		Logger:          log,
 		Build:           buildInfo(),
+		MetricsAddr:     o.metricsAddr,
 	}
 	o.field.apply(&cfg)
 	srv, err := server.New(cfg)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,9 +57,26 @@ func (s *Server) serveAdmin(ctx context.Context, ln net.Listener) {
 	os.Remove(AdminSocketPath(s.cfg.DataDir))
 }
 
-// adminHandler serves POST /ops/<name> with the JSON arguments as the body.
+// adminHandler serves POST /ops/<name> with the JSON arguments as the body, and the
+// operator's diagnostics: GET /metrics and Go's profiler under /debug/pprof/ (never on
+// the public listener: profiles show memory and code paths, and cost CPU).
 func (s *Server) adminHandler() http.Handler {
+	diag := http.NewServeMux()
+	diag.Handle("GET /metrics", s.metrics.Handler())
+	diag.HandleFunc("GET /debug/pprof/", pprof.Index)
+	diag.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	diag.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	diag.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	diag.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+	diag.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return s.observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ri := infoOf(r); ri != nil {
+			ri.adminSocket = true // not the API's traffic: no request metrics
+		}
+		if r.URL.Path == "/metrics" || strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+			diag.ServeHTTP(w, r)
+			return
+		}
 		op, ok := strings.CutPrefix(r.URL.Path, "/ops/")
 		if !ok || r.Method != http.MethodPost {
 			s.writeError(w, r, notFound("admin socket: POST /ops/<operation>"))

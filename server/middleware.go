@@ -23,6 +23,8 @@ type reqInfo struct {
 	// route is the pattern of the route that handled the request ("" when none did:
 	// an unknown path, a refused method, the concurrency cap), for logs and metrics.
 	route string
+	// adminSocket marks requests of the CLI's socket.
+	adminSocket bool
 }
 
 // Constant header values, shared so hot paths do not allocate a slice per header.
@@ -138,6 +140,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			}
 			elapsed := time.Since(start)
 			s.accessLog(r, ri, sw, elapsed)
+			s.observeMetrics(r, ri, sw.status, elapsed)
 		}()
 		next.ServeHTTP(sw, r)
 	})

@@ -133,6 +133,13 @@ func (p *cloudPool) claim(j store.CloudJob) bool {
 	return true
 }
 
+// inHand counts the jobs claimed and not yet done.
+func (p *cloudPool) inHand() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.busy)
+}
+
 func (p *cloudPool) release(j store.CloudJob) {
 	p.mu.Lock()
 	delete(p.busy, jobKey(j.Project, j.Cloud))

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gardend/gardend/imagestore"
+	"github.com/gardend/gardend/server/metrics"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
 )
@@ -68,6 +69,9 @@ type Config struct {
 	MaxConcurrent     int
 	// TLSCertFile and TLSKeyFile (PEM) enable HTTPS; both or neither.
 	TLSCertFile, TLSKeyFile string
+	// MetricsAddr, when set, serves GET /metrics (Prometheus) on a listener of its
+	// own, never on Addr. The admin socket serves it regardless.
+	MetricsAddr string
 	// Build is what GET /version reports; the binary's build information when zero.
 	Build BuildInfo
 	// Now is the clock; time.Now when nil. Tests inject one.
@@ -126,6 +130,7 @@ type Server struct {
 	images  *imagestore.Store
 	pw      *store.Passwords
 	admin   *Admin
+	metrics *metrics.Metrics
 	handler http.Handler
 	routes  []route
 	// logins limits failed logins; tlsConfig is nil without TLS.
@@ -138,9 +143,10 @@ type Server struct {
 	// demoGarden is the demo garden's path, set by Run before Ready.
 	demoGarden string
 
-	mu    sync.Mutex
-	addr  string
-	ready chan struct{}
+	mu          sync.Mutex
+	addr        string
+	metricsAddr string
+	ready       chan struct{}
 }
 
 // New opens the data directory and builds the handler; Run serves it.
@@ -159,7 +165,8 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	st, err := store.Open(filepath.Join(cfg.DataDir, store.FileName), store.Options{Now: cfg.Now})
+	m := metrics.New(metrics.Build{Version: cfg.Build.Version, Revision: cfg.Build.Revision, Go: cfg.Build.Go})
+	st, err := store.Open(filepath.Join(cfg.DataDir, store.FileName), store.Options{Now: cfg.Now, ObserveTx: m.ObserveTx})
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +186,8 @@ func New(cfg Config) (*Server, error) {
 		pw:     store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
 		ready:  make(chan struct{}),
 
+		metrics: m,
+
 		logins:    newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, loginLimitKeys, cfg.Now),
 		tlsConfig: tlsConfig,
 	}
@@ -189,10 +198,12 @@ func New(cfg Config) (*Server, error) {
 	if err := s.sweepPointClouds(); err != nil {
 		s.log.Warn().Err(err).Msg("sweep point-cloud files")
 	}
+	s.cfg.Spatial.ObserveCall = m.ObserveSpatialCall
 	if err := s.openSpatial(); err != nil {
 		s.Close()
 		return nil, err
 	}
+	m.SetSources(s.metricSources())
 	s.admin = NewAdmin(st, s.pw)
 	s.admin.afterRemove = s.afterRemove
 	s.admin.clouds = s.clouds
@@ -243,6 +254,17 @@ func (s *Server) Run(ctx context.Context) error {
 			ln.Close()
 			return fmt.Errorf("seed demo data: %w", err)
 		}
+	}
+	if s.cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", s.cfg.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics listener on %s: %w", s.cfg.MetricsAddr, err)
+		}
+		s.mu.Lock()
+		s.metricsAddr = mln.Addr().String()
+		s.mu.Unlock()
+		bg.Go(func() { s.serveMetrics(ctx, mln) })
 	}
 	bg.Go(func() { s.sweepTokens(ctx) })
 	if s.clouds != nil {

@@ -33,11 +33,14 @@ type Options struct {
 	// NoSync skips fsync on commit, for throwaway databases only (benchmarks that build
 	// large fixtures): a crash can lose or corrupt the file.
 	NoSync bool
+	// ObserveTx, when set, is told how long each transaction of a store method took,
+	// the wait for bbolt's write lock included (metrics).
+	ObserveTx func(write bool, d time.Duration)
 }
 
 // Store is the opened database.
 type Store struct {
-	db    *bolt.DB
+	db    txDB
 	now   func() time.Time
 	users userCache
 	// migrationBackup is the copy taken before Open migrated the schema.
@@ -75,7 +78,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sync data directory: %w", err)
 		}
 	}
-	s := &Store{db: db, now: opts.Now}
+	s := &Store{db: txDB{DB: db, observe: opts.ObserveTx}, now: opts.Now}
 	if !opts.ReadOnly {
 		if err := s.migrate(); err != nil {
 			db.Close()
@@ -97,6 +100,33 @@ func openError(path string, err error) error {
 		hint = " (run as the user that owns the data directory)"
 	}
 	return fmt.Errorf("open database %s: %w%s", path, err, hint)
+}
+
+// txDB is the database with View and Update timed for Options.ObserveTx; store
+// methods call them as bbolt's own.
+type txDB struct {
+	*bolt.DB
+	observe func(write bool, d time.Duration)
+}
+
+func (d txDB) View(fn func(*bolt.Tx) error) error {
+	if d.observe == nil {
+		return d.DB.View(fn)
+	}
+	start := time.Now()
+	err := d.DB.View(fn)
+	d.observe(false, time.Since(start))
+	return err
+}
+
+func (d txDB) Update(fn func(*bolt.Tx) error) error {
+	if d.observe == nil {
+		return d.DB.Update(fn)
+	}
+	start := time.Now()
+	err := d.DB.Update(fn)
+	d.observe(true, time.Since(start))
+	return err
 }
 
 // Close closes the database file.
