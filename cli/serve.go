@@ -112,5 +112,13 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 			}
 		}()
 	}
-	return srv.Run(ctx)
+	notified := make(chan struct{})
+	go func() {
+		defer close(notified)
+		notifySystemd(ctx, srv, log)
+	}()
+	err = srv.Run(ctx)
+	stop() // Run may end on its own; STOPPING=1 goes out either way
+	<-notified
+	return err
 }

@@ -35,12 +35,16 @@ func (s *Server) readinessRoutes() []route {
 // readinessChecks: the database answers a read; the spatial server, when one is
 // configured, is connected (the beds and plants endpoints need it).
 func (s *Server) readinessChecks() []readinessCheck {
-	checks := []readinessCheck{{name: "database", check: shared(s.store.Ping)}}
+	checks := []readinessCheck{{name: "database", check: s.pingDB}}
 	if s.spatial != nil {
 		checks = append(checks, readinessCheck{name: "spatial", check: s.spatial.Reachable})
 	}
 	return checks
 }
+
+// Alive reports whether the server can still do its work at all: its database
+// answers a read within ctx. The systemd watchdog is fed only while it does.
+func (s *Server) Alive(ctx context.Context) error { return s.pingDB(ctx) }
 
 // checkResult is one check in the /readyz answer.
 type checkResult struct {

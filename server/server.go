@@ -131,6 +131,8 @@ type Server struct {
 	pw      *store.Passwords
 	admin   *Admin
 	metrics *metrics.Metrics
+	// pingDB checks the database answers; shared by /readyz and Alive.
+	pingDB  func(context.Context) error
 	handler http.Handler
 	routes  []route
 	// logins limits failed logins; tlsConfig is nil without TLS.
@@ -187,6 +189,7 @@ func New(cfg Config) (*Server, error) {
 		ready:  make(chan struct{}),
 
 		metrics: m,
+		pingDB:  shared(st.Ping),
 
 		logins:    newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, loginLimitKeys, cfg.Now),
 		tlsConfig: tlsConfig,
