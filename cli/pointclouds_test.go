@@ -61,23 +61,10 @@ func TestPointCloudsSync(t *testing.T) {
 			dir, addr, clouds := demoGarden(t)
 			args := []string{"--data", dir, "pointclouds", "sync", "--garden", "1"}
 			if running {
-				srv, err := server.New(server.Config{
-					DataDir: dir, Addr: "127.0.0.1:0", AdminSocket: true,
-					Argon2:  store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32},
+				serveConfig(t, server.Config{
+					DataDir: dir,
 					Spatial: spatial.ClientConfig{Addr: addr},
 					Logger:  zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- srv.Run(ctx) }()
-				<-srv.Ready()
-				t.Cleanup(func() {
-					cancel()
-					<-done
-					srv.Close()
 				})
 			} else {
 				args = append(args, "--spatial", addr)
@@ -224,23 +211,10 @@ func TestPointCloudsSyncReportsUnreadableBeds(t *testing.T) {
 			down := closedAddr(t)
 			args := []string{"--data", dir, "pointclouds", "sync"}
 			if running {
-				srv, err := server.New(server.Config{
-					DataDir: dir, Addr: "127.0.0.1:0", AdminSocket: true,
-					Argon2:  store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32},
+				serveConfig(t, server.Config{
+					DataDir: dir,
 					Spatial: spatial.ClientConfig{Addr: down},
 					Logger:  zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- srv.Run(ctx) }()
-				<-srv.Ready()
-				t.Cleanup(func() {
-					cancel()
-					<-done
-					srv.Close()
 				})
 			} else {
 				args = append(args, "--spatial", down)

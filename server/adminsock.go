@@ -45,6 +45,15 @@ func (s *Server) serveAdmin(ctx context.Context, ln net.Listener) {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          newStdLogger(s.log),
 	}
+	if err := serveUntilDone(ctx, hs, ln); err != nil {
+		s.log.Error().Err(err).Msg("admin socket")
+	}
+	os.Remove(AdminSocketPath(s.cfg.DataDir))
+}
+
+// serveUntilDone serves hs on ln until ctx ends, then shuts it down, waiting at most
+// 5 s for requests in flight; an error other than the shutdown is returned.
+func serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener) error {
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -52,9 +61,9 @@ func (s *Server) serveAdmin(ctx context.Context, ln net.Listener) {
 		hs.Shutdown(shut)
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		s.log.Error().Err(err).Msg("admin socket")
+		return err
 	}
-	os.Remove(AdminSocketPath(s.cfg.DataDir))
+	return nil
 }
 
 // adminHandler serves POST /ops/<name> with the JSON arguments as the body, and the

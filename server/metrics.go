@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"time"
@@ -63,13 +62,7 @@ func (s *Server) serveMetrics(ctx context.Context, ln net.Listener) {
 		ErrorLog:          newStdLogger(s.log),
 	}
 	s.log.Info().Str("addr", ln.Addr().String()).Msg("metrics listening (GET /metrics)")
-	go func() {
-		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		hs.Shutdown(shut)
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := serveUntilDone(ctx, hs, ln); err != nil {
 		s.log.Error().Err(err).Msg("metrics listener")
 	}
 }
