@@ -166,13 +166,10 @@ func (s *Server) accessLog(r *http.Request, ri *reqInfo, sw *statusWriter, elaps
 	if ri.route != "" {
 		ev.Str("route", ri.route)
 	}
-	client := ""
-	if a := clientAddr(r, s.cfg.TrustProxy); a.IsValid() {
-		client = a.String()
-	}
+	var client [64]byte // an address in text, without allocating
 	ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).
 		Int64("bytes", sw.bytes).Float64("duration_ms", durationMS(elapsed)).
-		Str("client", client).Str("user_agent", ua).
+		Bytes("client", clientAddr(r, s.cfg.TrustProxy).AppendTo(client[:0])).Str("user_agent", ua).
 		Str("request_id", ri.id).Uint64("user_id", ri.userID).Msg("request")
 }
 

@@ -113,8 +113,23 @@ func (m *Metrics) ObserveRequest(method, route string, status int, d time.Durati
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	m.requests.WithLabelValues(method, route, statusLabel(status)).Inc()
 	m.latency.WithLabelValues(method, route).Observe(d.Seconds())
+}
+
+// statusLabels are the codes' labels, made once: requests are counted on a hot path.
+var statusLabels = func() (l [600]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(i)
+	}
+	return l
+}()
+
+func statusLabel(code int) string {
+	if code >= 0 && code < len(statusLabels) {
+		return statusLabels[code]
+	}
+	return strconv.Itoa(code)
 }
 
 // ObserveLogin counts a POST /login by its status code.
