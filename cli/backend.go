@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -185,8 +186,19 @@ func decodeAdminResponse(resp *http.Response, out any) error {
 // requireDatabase refuses to create an empty database just to inspect it.
 func requireDatabase(dataDir string) error {
 	path := filepath.Join(dataDir, store.FileName)
-	if _, err := os.Stat(path); err != nil {
+	_, err := os.Stat(path)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("no gardend database at %s: pass --data with the directory serve uses", path)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("cannot read %s: permission denied: run as the user that owns the data directory", path)
+	default:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot read %s: %w: check --data", path, err)
 	}
-	return nil
 }

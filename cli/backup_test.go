@@ -418,7 +418,11 @@ func TestRestoreRefusesNonEmptyAndLockedDirectories(t *testing.T) {
 		t.Fatalf("non-empty: %v", err)
 	}
 
+	checkStandIns(t, target)
 	serve(t, target) // holds target's database
+	// Its start-up sweep removed the stand-in clouds, which no bed refers to: put
+	// them back while it runs.
+	dropStandIns(t, target)
 	_, err = run(t, "", "restore", file, "--data", target, "--force")
 	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "stop gardend serve") {
 		t.Fatalf("locked: %v", err)

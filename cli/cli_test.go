@@ -29,10 +29,16 @@ func run(t *testing.T, stdin string, args ...string) (string, error) {
 // serve runs a server with the admin socket on dir until the test ends.
 func serve(t *testing.T, dir string) string {
 	t.Helper()
-	srv, err := server.New(server.Config{
-		DataDir: dir, Addr: "127.0.0.1:0", AdminSocket: true,
-		Argon2: store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32},
-	})
+	return serveConfig(t, server.Config{DataDir: dir})
+}
+
+// serveConfig runs a server with cfg (on 127.0.0.1:0, with the admin socket and
+// cheap hashing) until the test ends, and returns its base URL.
+func serveConfig(t *testing.T, cfg server.Config) string {
+	t.Helper()
+	cfg.Addr, cfg.AdminSocket = "127.0.0.1:0", true
+	cfg.Argon2 = store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}
+	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,5 +198,9 @@ func TestVersion(t *testing.T) {
 	out, err := run(t, "", "version")
 	if err != nil || !strings.HasPrefix(out, "gardend ") || !strings.Contains(out, "go1.") {
 		t.Fatalf("version: %v %q", err, out)
+	}
+	flag, err := run(t, "", "--version")
+	if err != nil || flag != out {
+		t.Fatalf("--version: %v %q, want %q", err, flag, out)
 	}
 }

@@ -93,12 +93,19 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 	if last.Error != "" {
 		return errors.New(last.Error)
 	}
-	if last.Total == 0 {
-		fmt.Fprintln(cmd.OutOrStdout(), "no point cloud is missing")
-		return nil
+	out := cmd.OutOrStdout()
+	switch {
+	case last.Total > 0:
+		fmt.Fprintf(out, "%d of %d point clouds fetched, %d failed (they stay queued), %s\n",
+			last.Done-last.Failed, last.Total, last.Failed, mib(last.Bytes))
+	case last.BedsFailed == 0:
+		fmt.Fprintln(out, "no point cloud is missing")
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%d of %d point clouds fetched, %d failed (they stay queued), %s\n",
-		last.Done-last.Failed, last.Total, last.Failed, mib(last.Bytes))
+	if last.BedsFailed > 0 {
+		// A bed that could not be read may be missing any number of clouds: the
+		// sync did not do what was asked, and scripts must see that.
+		return fmt.Errorf("%d of %d beds could not be read from the spatial server (see the warnings above); their point clouds were not synced", last.BedsFailed, last.Beds)
+	}
 	return nil
 }
 
@@ -119,10 +126,10 @@ func newProgressBar(w io.Writer) *progressBar {
 const barWidth = 30
 
 func (b *progressBar) draw(p server.CloudSyncProgress) {
-	filled := barWidth
-	if p.Total > 0 {
-		filled = p.Done * barWidth / p.Total
+	if p.Total == 0 {
+		return // nothing to download: a full bar of 0/0 would read as success
 	}
+	filled := p.Done * barWidth / p.Total
 	text := fmt.Sprintf("[%s%s] %d/%d clouds  %s", strings.Repeat("#", filled), strings.Repeat(" ", barWidth-filled), p.Done, p.Total, mib(p.Bytes))
 	if b.tty {
 		fmt.Fprint(b.w, "\r"+text+"\x1b[K")

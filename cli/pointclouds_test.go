@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,23 +61,10 @@ func TestPointCloudsSync(t *testing.T) {
 			dir, addr, clouds := demoGarden(t)
 			args := []string{"--data", dir, "pointclouds", "sync", "--garden", "1"}
 			if running {
-				srv, err := server.New(server.Config{
-					DataDir: dir, Addr: "127.0.0.1:0", AdminSocket: true,
-					Argon2:  store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32},
+				serveConfig(t, server.Config{
+					DataDir: dir,
 					Spatial: spatial.ClientConfig{Addr: addr},
 					Logger:  zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- srv.Run(ctx) }()
-				<-srv.Ready()
-				t.Cleanup(func() {
-					cancel()
-					<-done
-					srv.Close()
 				})
 			} else {
 				args = append(args, "--spatial", addr)
@@ -185,5 +173,73 @@ func TestServeRejectsBadSpatialFlags(t *testing.T) {
 	t.Setenv("GARDEND_SPATIAL_CONCURRENCY", "0")
 	if _, err := run(t, "", "serve", "--data", t.TempDir()); err == nil || !strings.Contains(err.Error(), "--spatial-concurrency") {
 		t.Errorf("GARDEND_SPATIAL_CONCURRENCY=0: %v", err)
+	}
+}
+
+// runBoth executes the CLI and returns standard output, standard error and the error.
+func runBoth(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := cli.NewRootCommand()
+	var out, errOut strings.Builder
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err = cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+// closedAddr is a loopback address nobody listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestPointCloudsSyncReportsUnreadableBeds: a sync that could not read a bed says so
+// and fails, in process and through the running server, instead of a full 0/0 bar,
+// "no point cloud is missing" and exit status 0 (issue 11, bug 1).
+func TestPointCloudsSyncReportsUnreadableBeds(t *testing.T) {
+	for _, running := range []bool{false, true} {
+		name := map[bool]string{false: "in process", true: "through the running server"}[running]
+		t.Run(name, func(t *testing.T) {
+			dir, _, _ := demoGarden(t)
+			down := closedAddr(t)
+			args := []string{"--data", dir, "pointclouds", "sync"}
+			if running {
+				serveConfig(t, server.Config{
+					DataDir: dir,
+					Spatial: spatial.ClientConfig{Addr: down},
+					Logger:  zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
+				})
+			} else {
+				args = append(args, "--spatial", down)
+			}
+			stdout, stderr, err := runBoth(t, args...)
+			if err == nil || !strings.Contains(err.Error(), "2 of 2 beds could not be read") {
+				t.Fatalf("sync against a server that is down: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+			}
+			if strings.Count(stderr, "warning: project ") != 2 || strings.Contains(stderr, "0/0 clouds") ||
+				strings.Contains(stdout, "no point cloud is missing") {
+				t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestPointCloudsSyncPartlyUnreadable: the beds that could be read are synced and
+// reported; the one that could not still fails the command.
+func TestPointCloudsSyncPartlyUnreadable(t *testing.T) {
+	dir, addr, clouds := demoGarden(t)
+	gardend(t, "--data", dir, "beds", "add", "--garden", "1", "--uuid", "3fa85f64-5717-4562-b3fc-2c963f66afa6", "--name", "unknown to the server")
+	stdout, stderr, err := runBoth(t, "--data", dir, "pointclouds", "sync", "--spatial", addr)
+	if err == nil || !strings.Contains(err.Error(), "1 of 3 beds could not be read") ||
+		!strings.Contains(stdout, strconv.Itoa(clouds)+" of "+strconv.Itoa(clouds)+" point clouds fetched") ||
+		!strings.Contains(stderr, "warning: project 3fa85f64-5717-4562-b3fc-2c963f66afa6") {
+		t.Fatalf("error %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 }

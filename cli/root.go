@@ -4,11 +4,8 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // DefaultDataDir is used when neither --data nor GARDEND_DATA is given.
@@ -16,6 +13,8 @@ const DefaultDataDir = "./gardend-data"
 
 type globalOptions struct {
 	dataDir string
+	// configFile is the config file read (--config or GARDEND_CONFIG), if any.
+	configFile string
 }
 
 // NewRootCommand builds the whole command tree.
@@ -28,15 +27,27 @@ func NewRootCommand() *cobra.Command {
 gardens with georeferenced drone images, per-user roles, and beds and plants read from a
 spatial data server over gRPC. Everything is kept in one data directory.
 
-Every flag can also be set with an environment variable GARDEND_<FLAG> (for example
-GARDEND_DATA or GARDEND_TOKEN_TTL); a flag on the command line wins.`,
+Configuration flags (serve's flags, --data, the --spatial flags) can also be set with
+an environment variable GARDEND_<FLAG> (for example GARDEND_DATA or GARDEND_TOKEN_TTL)
+or in a TOML config file (--config FILE or GARDEND_CONFIG) with the flags' names as keys
+(token-ttl = "2h"). A value is taken from the first of: the command line, the
+environment, the config file, the default. Other flags (restore --force, inspect
+--json, …) come from the command line only.`,
+		Version:       buildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: false,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return applyEnv(cmd)
+			return applyConfig(cmd, g)
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	// cobra says what was wrong with a flag but not where to look.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
+	})
 	root.PersistentFlags().StringVar(&g.dataDir, "data", DefaultDataDir, "data directory (database, images, point clouds)")
+	root.PersistentFlags().StringVar(&g.configFile, "config", "", "TOML file of configuration flags (default: $"+ConfigEnv+")")
+	markConfig(root.PersistentFlags(), "data")
 	root.AddCommand(
 		newServeCommand(g),
 		newAdminCommand(g),
@@ -50,25 +61,4 @@ GARDEND_DATA or GARDEND_TOKEN_TTL); a flag on the command line wins.`,
 		newRestoreCommand(g),
 	)
 	return root
-}
-
-// EnvName is the environment variable of a flag: --token-ttl → GARDEND_TOKEN_TTL.
-func EnvName(flag string) string {
-	return "GARDEND_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
-
-// applyEnv fills every flag not set on the command line from its environment variable.
-func applyEnv(cmd *cobra.Command) error {
-	var err error
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed || f.Name == "help" {
-			return
-		}
-		if v, ok := os.LookupEnv(EnvName(f.Name)); ok {
-			if e := cmd.Flags().Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s=%q: %w", EnvName(f.Name), v, e)
-			}
-		}
-	})
-	return err
 }

@@ -2,16 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/gardend/gardend/server"
 )
@@ -29,6 +26,7 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	demo            bool
 	demoLatency     time.Duration
+	metricsAddr     string
 	spatial         spatialOptions
 	field           fieldOptions
 }
@@ -59,8 +57,10 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to wait for in-flight requests on shutdown")
 	f.BoolVar(&o.demo, "demo", false, "run a demo spatial server in-process, seed a demo account, company, garden and beds, and print the credentials")
 	f.DurationVar(&o.demoLatency, "demo-latency", 0, "latency added to every call of the demo spatial server (e.g. 30ms, as a real one)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (GET /metrics) on this address of its own, e.g. 127.0.0.1:9464 (default: only on the admin socket)")
 	o.spatial.addFlags(f)
 	o.field.addFlags(f)
+	markConfig(f) // every serve flag is configuration (config.go)
 	return cmd
 }
 
@@ -90,6 +90,8 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		Spatial:         o.spatial.clientConfig(),
 		Clouds:          o.spatial.cloudConfig(),
 		Logger:          log,
+		Build:           buildInfo(),
+		MetricsAddr:     o.metricsAddr,
 	}
 	o.field.apply(&cfg)
 	srv, err := server.New(cfg)
@@ -113,7 +115,15 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 			}
 		}()
 	}
-	return srv.Run(ctx)
+	notified := make(chan struct{})
+	go func() {
+		defer close(notified)
+		notifySystemd(ctx, srv, log)
+	}()
+	err = srv.Run(ctx)
+	stop() // Run may end on its own; STOPPING=1 goes out either way
+	<-notified
+	return err
 }
 
 // appGardenPath turns the API path /companies/C/gardens/G into the web app's
@@ -124,27 +134,4 @@ func appGardenPath(api string) string {
 		return ""
 	}
 	return "/" + strings.Replace(rest, "/gardens/", "/g/", 1)
-}
-
-// newLogger writes JSON lines, or human-friendly lines when asked or on a terminal.
-func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
-	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
-	if err != nil || level == "" {
-		return zerolog.Logger{}, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
-	}
-	switch format {
-	case "":
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			format = "console"
-		} else {
-			format = "json"
-		}
-	case "json", "console":
-	default:
-		return zerolog.Logger{}, fmt.Errorf("--log-format %q: use json or console", format)
-	}
-	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
-	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }

@@ -20,6 +20,7 @@ type spatialOptions struct {
 	concurrency int
 	cacheTTL    time.Duration
 	workers     int
+	maxBytes    byteSize
 }
 
 func (o *spatialOptions) addFlags(f *pflag.FlagSet) {
@@ -30,6 +31,8 @@ func (o *spatialOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.concurrency, "spatial-concurrency", spatial.DefaultMaxInFlight, "most calls to the spatial server in flight at once")
 	f.DurationVar(&o.cacheTTL, "spatial-cache-ttl", 30*time.Second, "how long answers of the spatial server are reused (0 disables the cache)")
 	f.IntVar(&o.workers, "pointcloud-workers", server.DefaultCloudWorkers, "point clouds downloaded at once in the background")
+	f.Var(&o.maxBytes, "pointcloud-max-bytes", "most bytes of point-cloud files kept (e.g. 2GiB); the least recently used are deleted beyond it, positions stay (0: no limit)")
+	markConfig(f, "spatial", "spatial-tls", "spatial-ca", "spatial-timeout", "spatial-concurrency", "spatial-cache-ttl", "pointcloud-workers", "pointcloud-max-bytes")
 }
 
 func (o *spatialOptions) validate() error {
@@ -58,5 +61,5 @@ func (o *spatialOptions) clientConfig() spatial.ClientConfig {
 }
 
 func (o *spatialOptions) cloudConfig() server.CloudConfig {
-	return server.CloudConfig{Workers: o.workers}
+	return server.CloudConfig{Workers: o.workers, MaxBytes: int64(o.maxBytes)}
 }

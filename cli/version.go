@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"cmp"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gardend/gardend/server"
 )
 
 func newVersionCommand() *cobra.Command {
@@ -14,7 +14,7 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print the module version and VCS revision of this binary",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), versionString())
+			fmt.Fprintln(cmd.OutOrStdout(), buildInfo())
 			return nil
 		},
 	}
@@ -30,33 +30,8 @@ var (
 	stampModified string
 )
 
-func versionString() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "gardend (no build information)"
-	}
-	version := info.Main.Version
-	if version == "" || version == "(devel)" {
-		version = cmp.Or(stampVersion, "devel")
-	}
-	rev, at, dirty := cmp.Or(stampRevision, "unknown"), "", ""
-	if stampTime != "" {
-		at = " " + stampTime
-	}
-	if stampModified == "true" {
-		dirty = "+dirty"
-	}
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = " " + s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
-	return fmt.Sprintf("gardend %s (revision %s%s%s, %s)", version, rev, dirty, at, info.GoVersion)
+func buildInfo() server.BuildInfo {
+	return server.ReadBuildInfo(server.BuildInfo{
+		Version: stampVersion, Revision: stampRevision, Time: stampTime, Modified: stampModified == "true",
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,15 @@ func (s *Server) serveAdmin(ctx context.Context, ln net.Listener) {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          newStdLogger(s.log),
 	}
+	if err := serveUntilDone(ctx, hs, ln); err != nil {
+		s.log.Error().Err(err).Msg("admin socket")
+	}
+	os.Remove(AdminSocketPath(s.cfg.DataDir))
+}
+
+// serveUntilDone serves hs on ln until ctx ends, then shuts it down, waiting at most
+// 5 s for requests in flight; an error other than the shutdown is returned.
+func serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener) error {
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -51,14 +61,31 @@ func (s *Server) serveAdmin(ctx context.Context, ln net.Listener) {
 		hs.Shutdown(shut)
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		s.log.Error().Err(err).Msg("admin socket")
+		return err
 	}
-	os.Remove(AdminSocketPath(s.cfg.DataDir))
+	return nil
 }
 
-// adminHandler serves POST /ops/<name> with the JSON arguments as the body.
+// adminHandler serves POST /ops/<name> with the JSON arguments as the body, and the
+// operator's diagnostics: GET /metrics and Go's profiler under /debug/pprof/ (never on
+// the public listener: profiles show memory and code paths, and cost CPU).
 func (s *Server) adminHandler() http.Handler {
+	diag := http.NewServeMux()
+	diag.Handle("GET /metrics", s.metrics.Handler())
+	diag.HandleFunc("GET /debug/pprof/", pprof.Index)
+	diag.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	diag.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	diag.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	diag.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+	diag.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return s.observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ri := infoOf(r); ri != nil {
+			ri.adminSocket = true // not the API's traffic: no request metrics
+		}
+		if r.URL.Path == "/metrics" || strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+			diag.ServeHTTP(w, r)
+			return
+		}
 		op, ok := strings.CutPrefix(r.URL.Path, "/ops/")
 		if !ok || r.Method != http.MethodPost {
 			s.writeError(w, r, notFound("admin socket: POST /ops/<operation>"))

@@ -11,8 +11,8 @@ import (
 // replacement) has committed: it deletes the image files now unreferenced, and the
 // point-cloud files of removed.BedUUIDs, the projects no bed refers to any more (their
 // positions and queued downloads went in the deleting transaction). Failures are
-// logged, not returned: the records are gone already; the start-up sweep deletes image
-// files nobody refers to, and point clouds left behind only take disk space.
+// logged, not returned: the records are gone already, and the start-up sweeps delete
+// image files and point clouds nobody refers to.
 func (s *Server) afterRemove(ctx context.Context, removed store.Removed) {
 	for _, rel := range removed.ImagePaths {
 		if err := s.images.Remove(rel); err != nil {

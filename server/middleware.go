@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -19,6 +20,11 @@ type reqInfo struct {
 	id     string
 	userID uint64
 	user   *store.User
+	// route is the pattern of the route that handled the request ("" when none did:
+	// an unknown path, a refused method, the concurrency cap), for logs and metrics.
+	route string
+	// adminSocket marks requests of the CLI's socket.
+	adminSocket bool
 }
 
 // Constant header values, shared so hot paths do not allocate a slice per header.
@@ -123,7 +129,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				s.log.Error().Interface("panic", p).Str("request_id", ri.id).Str("path", r.URL.Path).Stack().Msg("handler panicked")
+				s.log.Error().Interface("panic", p).Str("request_id", ri.id).Str("path", r.URL.Path).
+					Str("stack", string(debug.Stack())).Msg("handler panicked")
 				if sw.status == 0 {
 					// Not writeError: the panic is logged above, with its stack.
 					p := newProblem(http.StatusInternalServerError, internalDetail, nil)
@@ -131,15 +138,51 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					writeProblem(sw, p)
 				}
 			}
-			ev := s.log.Info()
-			if sw.status >= 500 {
-				ev = s.log.Error()
-			}
-			ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).
-				Int64("bytes", sw.bytes).Dur("duration", time.Since(start)).
-				Str("request_id", ri.id).Uint64("user_id", ri.userID).Msg("request")
+			elapsed := time.Since(start)
+			s.accessLog(r, ri, sw, elapsed)
+			s.observeMetrics(r, ri, sw.status, elapsed)
 		}()
 		next.ServeHTTP(sw, r)
+	})
+}
+
+// maxUserAgent bounds the user agent kept in a log line.
+const maxUserAgent = 256
+
+// accessLog writes the request's line: errors (5xx) at error level, the rest at info.
+// duration_ms is a float in milliseconds; client is the address the login limits use.
+func (s *Server) accessLog(r *http.Request, ri *reqInfo, sw *statusWriter, elapsed time.Duration) {
+	ev := s.log.Info()
+	if sw.status >= 500 {
+		ev = s.log.Error()
+	}
+	if !ev.Enabled() {
+		return
+	}
+	ua := r.UserAgent()
+	if len(ua) > maxUserAgent {
+		ua = ua[:maxUserAgent]
+	}
+	if ri.route != "" {
+		ev.Str("route", ri.route)
+	}
+	var client [64]byte // an address in text, without allocating
+	ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).
+		Int64("bytes", sw.bytes).Float64("duration_ms", durationMS(elapsed)).
+		Bytes("client", clientAddr(r, s.cfg.TrustProxy).AppendTo(client[:0])).Str("user_agent", ua).
+		Str("request_id", ri.id).Uint64("user_id", ri.userID).Msg("request")
+}
+
+// durationMS is d in milliseconds, the unit of every duration_ms log field.
+func durationMS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// withRoute records the matched route's pattern in the request's info.
+func withRoute(pattern string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ri := infoOf(r); ri != nil {
+			ri.route = pattern
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

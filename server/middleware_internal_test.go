@@ -26,6 +26,12 @@ func TestPanicBecomesProblemAndIsLogged(t *testing.T) {
 	if !strings.Contains(logs.String(), `"panic":"boom"`) || !strings.Contains(logs.String(), `"status":500`) {
 		t.Fatalf("logs: %s", logs.String())
 	}
+	// The stack names the function that panicked (issue 11, bug 4).
+	var line struct{ Stack string }
+	json.Unmarshal([]byte(strings.SplitN(logs.String(), "\n", 2)[0]), &line)
+	if !strings.Contains(line.Stack, "TestPanicBecomesProblemAndIsLogged") || !strings.Contains(line.Stack, "goroutine") {
+		t.Fatalf("panic logged without its stack: %s", logs.String())
+	}
 }
 
 func TestAccessLogNeverHoldsSecrets(t *testing.T) {
@@ -43,6 +49,8 @@ func TestAccessLogNeverHoldsSecrets(t *testing.T) {
 	json.Unmarshal(rec.Body.Bytes(), &res)
 	req := httptest.NewRequest("GET", "/user", nil)
 	req.Header.Set("Authorization", "Token "+res.Token)
+	req.Header.Set("User-Agent", "garden-client/1.0 "+strings.Repeat("x", 400))
+	req.RemoteAddr = "192.0.2.7:4711"
 	s.Handler().ServeHTTP(httptest.NewRecorder(), req)
 
 	out := logs.String()
@@ -54,13 +62,15 @@ func TestAccessLogNeverHoldsSecrets(t *testing.T) {
 	var line map[string]any
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	json.Unmarshal([]byte(lines[len(lines)-1]), &line)
-	for _, k := range []string{"method", "path", "status", "bytes", "duration", "request_id", "user_id"} {
+	for _, k := range []string{"method", "path", "route", "status", "bytes", "duration_ms", "client", "user_agent", "request_id", "user_id"} {
 		if _, ok := line[k]; !ok {
 			t.Errorf("access log lacks %q: %v", k, line)
 		}
 	}
-	if line["user_id"] != float64(1) {
-		t.Errorf("user_id %v, want 1", line["user_id"])
+	ua, _ := line["user_agent"].(string)
+	if line["user_id"] != float64(1) || line["client"] != "192.0.2.7" || line["route"] != "/user" ||
+		!strings.HasPrefix(ua, "garden-client/1.0 ") || len(ua) != maxUserAgent {
+		t.Errorf("user_id %v client %v route %v user_agent %q (%d bytes)", line["user_id"], line["client"], line["route"], ua, len(ua))
 	}
 }
 

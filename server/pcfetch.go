@@ -55,7 +55,7 @@ func (p *cloudPool) fetch(ctx context.Context, j store.CloudJob) cloudEvent {
 		p.failed(j, err)
 		return ev
 	}
-	line := log.Info().Str("source", source).Int("points", pos.Points).Int64("bytes", size).Dur("duration", time.Since(start))
+	line := log.Info().Str("source", source).Int("points", pos.Points).Int64("bytes", size).Float64("duration_ms", durationMS(time.Since(start)))
 	if pos.Position != nil {
 		line.Float64("lat", pos.Position.Lat).Float64("lon", pos.Position.Lon).Msg("plant position computed")
 	} else {
@@ -70,6 +70,7 @@ func (p *cloudPool) load(ctx context.Context, path string, j store.CloudJob) (pc
 	pc, size, err = readPLYFile(path)
 	switch {
 	case err == nil:
+		p.budget.touch(path)
 		return pc, size, "file", nil
 	case !errors.Is(err, fs.ErrNotExist):
 		p.log.Warn().Err(err).Str("path", path).Msg("kept point cloud unreadable; downloading it again")
@@ -81,6 +82,8 @@ func (p *cloudPool) load(ctx context.Context, path string, j store.CloudJob) (pc
 	size, err = writePLYFile(path, pc)
 	if err != nil {
 		p.log.Error().Err(err).Str("path", path).Msg("keep point cloud as PLY")
+	} else {
+		p.budget.added(size)
 	}
 	return pc, size, "download", nil
 }

@@ -92,11 +92,12 @@ func removeProjectClouds(dir, project string) error {
 	return os.RemoveAll(filepath.Join(dir, project))
 }
 
-// sweepPointClouds deletes temporary files of interrupted writes. It runs before the
-// download workers start. Clouds of projects no bed refers to are left alone: only a
-// crash between a deletion's commit and its clean-up leaves them, they are a cache that
-// serves again if the project is registered again, and files under the data directory
-// may be an operator's (a restored backup's) to keep.
+// sweepPointClouds runs before the download workers start. It deletes temporary files
+// of interrupted writes, and the clouds of projects no bed refers to: a crash between a
+// deletion's commit and its clean-up leaves them, and so does a bed removed by a
+// process that could not delete its files. It deletes nothing while a restore is
+// pending in the data directory (the files may be the restore's to move), nor a
+// project the download queue holds, nor a directory that is not named as a project.
 func (s *Server) sweepPointClouds() error {
 	dir := filepath.Join(s.cfg.DataDir, PointCloudDirName)
 	projects, err := os.ReadDir(dir)
@@ -106,9 +107,26 @@ func (s *Server) sweepPointClouds() error {
 	if err != nil {
 		return err
 	}
+	if pending, err := restorePending(s.cfg.DataDir); err != nil || pending != "" {
+		s.log.Warn().Err(err).Str("restore", pending).Msg("a restore is pending in the data directory; point-cloud files are not swept")
+		return nil
+	}
+	keep, err := s.referencedProjects()
+	if err != nil {
+		return err
+	}
 	var errs []error
+	var orphans []string
 	for _, p := range projects {
-		if !p.IsDir() {
+		if !p.IsDir() || !store.ValidUUID(p.Name()) {
+			continue
+		}
+		if !keep[p.Name()] {
+			if err := removeProjectClouds(dir, p.Name()); err != nil {
+				errs = append(errs, err)
+			} else {
+				orphans = append(orphans, p.Name())
+			}
 			continue
 		}
 		files, err := os.ReadDir(filepath.Join(dir, p.Name()))
@@ -122,5 +140,43 @@ func (s *Server) sweepPointClouds() error {
 			}
 		}
 	}
+	if len(orphans) > 0 {
+		s.log.Info().Strs("projects", orphans).Msg("swept point clouds of projects no bed refers to")
+	}
 	return errors.Join(errs...)
+}
+
+// referencedProjects are the projects a bed or a queued download refers to.
+func (s *Server) referencedProjects() (map[string]bool, error) {
+	beds, err := s.store.Beds()
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := s.store.CloudJobs()
+	if err != nil {
+		return nil, err
+	}
+	keep := make(map[string]bool, len(beds))
+	for _, b := range beds {
+		keep[b.UUID] = true
+	}
+	for _, j := range jobs {
+		keep[j.Project] = true
+	}
+	return keep, nil
+}
+
+// restorePending names a restore's directory (.restore-*, see backup.RecoveryHelp) in
+// dataDir, or is "" when there is none.
+func restorePending(dataDir string) (string, error) {
+	entries, err := os.ReadDir(dataDir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".restore-") {
+			return e.Name(), nil
+		}
+	}
+	return "", nil
 }

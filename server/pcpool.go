@@ -21,6 +21,7 @@ type cloudPool struct {
 	cfg    CloudConfig
 	now    func() time.Time
 	log    zerolog.Logger
+	budget *plyBudget // nil without CloudConfig.MaxBytes
 
 	kick chan struct{} // wakes the dispatcher; capacity 1
 
@@ -45,9 +46,11 @@ type cloudEvent struct {
 const scanLimit = 256
 
 func newCloudPool(st *store.Store, c *spatial.Client, dir string, cfg CloudConfig, now func() time.Time, log zerolog.Logger) *cloudPool {
+	log = log.With().Str("component", "pointclouds").Logger()
 	return &cloudPool{
 		store: st, client: c, dir: dir, cfg: cfg, now: now,
-		log:      log.With().Str("component", "pointclouds").Logger(),
+		log:      log,
+		budget:   newPLYBudget(dir, cfg.MaxBytes, log),
 		kick:     make(chan struct{}, 1),
 		busy:     map[string]bool{},
 		idle:     make(chan struct{}),
@@ -60,6 +63,7 @@ func jobKey(project, cloud string) string { return project + "\x00" + cloud }
 // run dispatches due jobs to the workers until ctx ends; a job in progress then is
 // abandoned as it was (its attempt is not counted) and the workers are waited for.
 func (p *cloudPool) run(ctx context.Context) {
+	p.budget.enforce()
 	jobs := make(chan store.CloudJob)
 	var wg sync.WaitGroup
 	for range p.cfg.Workers {
@@ -127,6 +131,13 @@ func (p *cloudPool) claim(j store.CloudJob) bool {
 	}
 	p.busy[k] = true
 	return true
+}
+
+// inHand counts the jobs claimed and not yet done.
+func (p *cloudPool) inHand() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.busy)
 }
 
 func (p *cloudPool) release(j store.CloudJob) {

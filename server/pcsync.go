@@ -35,6 +35,10 @@ type CloudSyncProgress struct {
 	Done   int   `json:"done"`
 	Failed int   `json:"failed"`
 	Bytes  int64 `json:"bytes"`
+	// Beds is the number of beds (projects) read, BedsFailed those that could not be
+	// read (each reported on an Error line): their clouds are not counted in Total.
+	Beds       int `json:"beds"`
+	BedsFailed int `json:"beds_failed,omitempty"`
 	// Error reports a bed that could not be read, or why the sync stopped.
 	Error string `json:"error,omitempty"`
 	// Final marks the last line.
@@ -112,23 +116,26 @@ func (a *Admin) syncClouds(ctx context.Context, raw json.RawMessage) (any, error
 // attempt.
 func (p *cloudPool) sync(ctx context.Context, projects []string, emit func(CloudSyncProgress)) {
 	var (
-		prog CloudSyncProgress
+		prog = CloudSyncProgress{Beds: len(projects)}
 		jobs []store.CloudJob
 	)
 	for res := range p.client.Beds(ctx, projects) {
 		if res.Err != nil {
+			prog.BedsFailed++
 			emit(CloudSyncProgress{Error: "project " + projects[res.Index] + ": " + res.Err.Error()})
 			continue
 		}
 		_, bedJobs, err := p.plantCoords(res.Bed, true)
 		if err != nil {
+			prog.BedsFailed++
 			emit(CloudSyncProgress{Error: "project " + res.Bed.ProjectUUID + ": stored positions: " + err.Error()})
 			continue
 		}
 		jobs = append(jobs, bedJobs...)
 	}
 	if ctx.Err() != nil {
-		emit(CloudSyncProgress{Error: ctx.Err().Error(), Final: true})
+		prog.Error, prog.Final = ctx.Err().Error(), true
+		emit(prog)
 		return
 	}
 
@@ -163,7 +170,8 @@ func (p *cloudPool) sync(ctx context.Context, projects []string, emit func(Cloud
 	defer stop()
 	written, err := p.store.EnqueueClouds(jobs, 0)
 	if err != nil {
-		emit(CloudSyncProgress{Error: "queue the downloads: " + err.Error(), Final: true})
+		prog.Error, prog.Final = "queue the downloads: "+err.Error(), true
+		emit(prog)
 		return
 	}
 	queued := map[string]bool{}

@@ -29,6 +29,7 @@ func (s *Server) allRoutes() []route {
 	rs = append(rs, s.bedRoutes()...)
 	rs = append(rs, s.backupRoutes()...)
 	rs = append(rs, s.webRoutes()...)
+	rs = append(rs, s.readinessRoutes()...)
 	return rs
 }
 
@@ -56,10 +57,19 @@ func (s *Server) buildHandler() http.Handler {
 		if rt.maxBody > 0 {
 			limit = rt.maxBody
 		}
-		r.Handler(rt.method, rt.path, s.limitBody(limit, h))
+		r.Handler(rt.method, rt.path, withRoute(rt.path, s.limitBody(limit, h)))
 	}
-	return s.observe(s.cors(s.capConcurrency(r)))
+	h := s.observe(s.cors(s.capConcurrency(r)))
+	if wrapForTest != nil {
+		h = wrapForTest(s.cfg.DataDir, h)
+	}
+	return h
 }
+
+// wrapForTest, when set, wraps every Server's handler. Only this package's tests set
+// it (openapi_validate_test.go), to hold every response they see against
+// docs/openapi.yaml; it stays nil in the binary.
+var wrapForTest func(dataDir string, h http.Handler) http.Handler
 
 // RoutePaths lists "METHOD path" of every route, sorted, in OpenAPI path syntax.
 func (s *Server) RoutePaths() []string {

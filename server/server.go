@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gardend/gardend/imagestore"
+	"github.com/gardend/gardend/server/metrics"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
 )
@@ -68,6 +69,11 @@ type Config struct {
 	MaxConcurrent     int
 	// TLSCertFile and TLSKeyFile (PEM) enable HTTPS; both or neither.
 	TLSCertFile, TLSKeyFile string
+	// MetricsAddr, when set, serves GET /metrics (Prometheus) on a listener of its
+	// own, never on Addr. The admin socket serves it regardless.
+	MetricsAddr string
+	// Build is what GET /version reports; the binary's build information when zero.
+	Build BuildInfo
 	// Now is the clock; time.Now when nil. Tests inject one.
 	Now    func() time.Time
 	Logger zerolog.Logger
@@ -109,6 +115,9 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Build == (BuildInfo{}) {
+		c.Build = ReadBuildInfo(BuildInfo{})
+	}
 	c.Clouds.setDefaults()
 	c.setFieldDefaults()
 }
@@ -121,6 +130,9 @@ type Server struct {
 	images  *imagestore.Store
 	pw      *store.Passwords
 	admin   *Admin
+	metrics *metrics.Metrics
+	// pingDB checks the database answers; shared by /readyz and Alive.
+	pingDB  func(context.Context) error
 	handler http.Handler
 	routes  []route
 	// logins limits failed logins; tlsConfig is nil without TLS.
@@ -133,9 +145,10 @@ type Server struct {
 	// demoGarden is the demo garden's path, set by Run before Ready.
 	demoGarden string
 
-	mu    sync.Mutex
-	addr  string
-	ready chan struct{}
+	mu          sync.Mutex
+	addr        string
+	metricsAddr string
+	ready       chan struct{}
 }
 
 // New opens the data directory and builds the handler; Run serves it.
@@ -154,9 +167,13 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	st, err := store.Open(filepath.Join(cfg.DataDir, store.FileName), store.Options{Now: cfg.Now})
+	m := metrics.New(metrics.Build{Version: cfg.Build.Version, Revision: cfg.Build.Revision, Go: cfg.Build.Go})
+	st, err := store.Open(filepath.Join(cfg.DataDir, store.FileName), store.Options{Now: cfg.Now, ObserveTx: m.ObserveTx})
 	if err != nil {
 		return nil, err
+	}
+	if b := st.MigrationBackup(); b != "" {
+		cfg.Logger.Info().Str("copy", b).Uint64("schema", store.SchemaVersion()).Msg("database schema migrated; the file was copied before (delete the copy once all is well)")
 	}
 	images, err := imagestore.Open(filepath.Join(cfg.DataDir, ImageDirName))
 	if err != nil {
@@ -171,6 +188,9 @@ func New(cfg Config) (*Server, error) {
 		pw:     store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
 		ready:  make(chan struct{}),
 
+		metrics: m,
+		pingDB:  shared(st.Ping),
+
 		logins:    newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, loginLimitKeys, cfg.Now),
 		tlsConfig: tlsConfig,
 	}
@@ -181,10 +201,12 @@ func New(cfg Config) (*Server, error) {
 	if err := s.sweepPointClouds(); err != nil {
 		s.log.Warn().Err(err).Msg("sweep point-cloud files")
 	}
+	s.cfg.Spatial.ObserveCall = m.ObserveSpatialCall
 	if err := s.openSpatial(); err != nil {
 		s.Close()
 		return nil, err
 	}
+	m.SetSources(s.metricSources())
 	s.admin = NewAdmin(st, s.pw)
 	s.admin.afterRemove = s.afterRemove
 	s.admin.clouds = s.clouds
@@ -235,6 +257,17 @@ func (s *Server) Run(ctx context.Context) error {
 			ln.Close()
 			return fmt.Errorf("seed demo data: %w", err)
 		}
+	}
+	if s.cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", s.cfg.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics listener on %s: %w", s.cfg.MetricsAddr, err)
+		}
+		s.mu.Lock()
+		s.metricsAddr = mln.Addr().String()
+		s.mu.Unlock()
+		bg.Go(func() { s.serveMetrics(ctx, mln) })
 	}
 	bg.Go(func() { s.sweepTokens(ctx) })
 	if s.clouds != nil {

@@ -27,6 +27,9 @@ type CloudConfig struct {
 	// Rearm is how long a download that ran out of attempts stays failed before a
 	// request for its bed queues it again. Default 1 h.
 	Rearm time.Duration
+	// MaxBytes bounds the PLY files kept under pointclouds/; the least recently used
+	// are deleted beyond it (positions stay). 0: no limit.
+	MaxBytes int64
 }
 
 // Defaults of CloudConfig.

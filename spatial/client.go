@@ -57,6 +57,10 @@ type ClientConfig struct {
 	Attempts int
 	// Now is the clock for cache expiry. Default time.Now.
 	Now func() time.Time
+	// ObserveCall, when set, is told of every RPC sent (each attempt): its full
+	// method name, gRPC status code name ("OK", "Unavailable", …) and duration
+	// (metrics).
+	ObserveCall func(method, code string, d time.Duration)
 }
 
 func (c ClientConfig) withDefaults() ClientConfig {
@@ -139,10 +143,14 @@ func Dial(cfg ClientConfig, log zerolog.Logger) (*Client, error) {
 		}
 		creds = credentials.NewTLS(tc)
 	}
-	conn, err := grpc.NewClient(cfg.Addr,
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxRecvBytes)),
-	)
+	}
+	if cfg.ObserveCall != nil {
+		opts = append(opts, grpc.WithUnaryInterceptor(observeCalls(cfg.ObserveCall)))
+	}
+	conn, err := grpc.NewClient(cfg.Addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("spatial: client for %s: %w", cfg.Addr, err)
 	}

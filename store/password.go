@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -28,8 +29,9 @@ var DefaultArgon2 = Argon2Params{Time: 1, Memory: 64 * 1024, Threads: 2, KeyLen:
 // Passwords hashes and verifies passwords with a cap on concurrent hashing, so a flood
 // of logins queues instead of exhausting memory (each hash holds Memory KiB).
 type Passwords struct {
-	params Argon2Params
-	slots  chan struct{}
+	params  Argon2Params
+	slots   chan struct{}
+	waiting atomic.Int64 // callers queued for a slot (metrics)
 }
 
 // NewPasswords allows at most maxConcurrent hashes at once (at least 1).
@@ -44,12 +46,22 @@ func (p *Passwords) acquire(ctx context.Context) error {
 	select {
 	case p.slots <- struct{}{}:
 		return nil
+	default:
+	}
+	p.waiting.Add(1)
+	defer p.waiting.Add(-1)
+	select {
+	case p.slots <- struct{}{}:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
 func (p *Passwords) release() { <-p.slots }
+
+// Queue reports the hashes in progress and the callers waiting for a slot.
+func (p *Passwords) Queue() (hashing, waiting int) { return len(p.slots), int(p.waiting.Load()) }
 
 // Hash returns "$argon2id$v=19$m=…,t=…,p=…$salt$key".
 func (p *Passwords) Hash(ctx context.Context, password string) (string, error) {

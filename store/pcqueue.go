@@ -232,3 +232,19 @@ func (s *Store) CloudJobs() ([]CloudJob, error) {
 	})
 	return out, err
 }
+
+// CloudQueueCounts counts the queued downloads: pending (due or backing off) and
+// failed (out of attempts, waiting to be re-armed).
+func (s *Store) CloudQueueCounts() (pending, failed int, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		pending, failed = 0, 0
+		return eachUnder(tx, bucketCloudJobs, nil, func(j CloudJob) {
+			if j.Failed {
+				failed++
+			} else {
+				pending++
+			}
+		})
+	})
+	return pending, failed, err
+}

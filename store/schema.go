@@ -2,6 +2,9 @@ package store
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -52,7 +55,31 @@ var migrations = []func(tx *bolt.Tx) error{
 // SchemaVersion is the version this build writes.
 func SchemaVersion() uint64 { return uint64(len(migrations)) }
 
-func (s *Store) migrate() error {
+func (s *Store) migrate() error { return s.migrateWith(migrations) }
+
+// migrateWith brings the database to schema version len(steps). Before a step runs on
+// a database that has a schema already, the whole file is copied next to it
+// (MigrationBackupName): a migration that goes wrong, or a binary that must be rolled
+// back, then still has the data as it was. Without that copy nothing is migrated.
+func (s *Store) migrateWith(steps []func(tx *bolt.Tx) error) error {
+	var version uint64
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if v := meta.Get(keySchemaVersion); v != nil {
+				version = btoi(v)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if version > 0 && version < uint64(len(steps)) {
+		path, err := s.backupBeforeMigration(version)
+		if err != nil {
+			return fmt.Errorf("back up the database before migrating schema %d → %d (nothing was changed): %w", version, len(steps), err)
+		}
+		s.migrationBackup = path
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -64,14 +91,51 @@ func (s *Store) migrate() error {
 		if v := meta.Get(keySchemaVersion); v != nil {
 			version = btoi(v)
 		}
-		if version > SchemaVersion() {
-			return fmt.Errorf("database schema version %d is newer than this gardend (%d): upgrade gardend", version, SchemaVersion())
+		if version > uint64(len(steps)) {
+			return fmt.Errorf("database schema version %d is newer than this gardend (%d): upgrade gardend", version, len(steps))
 		}
-		for ; version < SchemaVersion(); version++ {
-			if err := migrations[version](tx); err != nil {
+		for ; version < uint64(len(steps)); version++ {
+			if err := steps[version](tx); err != nil {
 				return fmt.Errorf("migrate schema %d → %d: %w", version, version+1, err)
 			}
 		}
 		return meta.Put(keySchemaVersion, itob(version))
 	})
 }
+
+// MigrationBackupName is the copy of the database file taken before migrating it from
+// schema version from, at t: gardend.db.schema-1-20261122T080000Z.bak.
+func MigrationBackupName(from uint64, t time.Time) string {
+	return fmt.Sprintf("%s.schema-%d-%s.bak", FileName, from, t.UTC().Format("20060102T150405Z"))
+}
+
+// backupBeforeMigration writes a consistent copy of the database beside it: under a
+// temporary name, synced, renamed, and the directory synced.
+func (s *Store) backupBeforeMigration(from uint64) (string, error) {
+	dir := filepath.Dir(s.db.Path())
+	path := filepath.Join(dir, MigrationBackupName(from, s.now()))
+	f, err := os.CreateTemp(dir, ".migration-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	_, err = s.WriteSnapshot(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return path, syncDir(dir)
+}
+
+// MigrationBackup is the copy of the database Open took before migrating its schema,
+// or "" when it migrated nothing.
+func (s *Store) MigrationBackup() string { return s.migrationBackup }

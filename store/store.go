@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -32,13 +33,18 @@ type Options struct {
 	// NoSync skips fsync on commit, for throwaway databases only (benchmarks that build
 	// large fixtures): a crash can lose or corrupt the file.
 	NoSync bool
+	// ObserveTx, when set, is told how long each transaction of a store method took,
+	// the wait for bbolt's write lock included (metrics).
+	ObserveTx func(write bool, d time.Duration)
 }
 
 // Store is the opened database.
 type Store struct {
-	db    *bolt.DB
+	db    txDB
 	now   func() time.Time
 	users userCache
+	// migrationBackup is the copy taken before Open migrated the schema.
+	migrationBackup string
 }
 
 // Open opens (creating if needed) the database at path, creates the buckets and runs
@@ -62,7 +68,7 @@ func Open(path string, opts Options) (*Store, error) {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s is in use (is gardend serve running with this data directory?)", ErrLocked, path)
 		}
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, openError(path, err)
 	}
 	if created {
 		// bbolt syncs the new file but not the directory entry naming it: without this,
@@ -72,7 +78,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sync data directory: %w", err)
 		}
 	}
-	s := &Store{db: db, now: opts.Now}
+	s := &Store{db: txDB{DB: db, observe: opts.ObserveTx}, now: opts.Now}
 	if !opts.ReadOnly {
 		if err := s.migrate(); err != nil {
 			db.Close()
@@ -80,6 +86,47 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// openError names the database once: bbolt's own error is often an *fs.PathError
+// that already says "open PATH", which would read "open PATH: open PATH: …".
+func openError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	hint := ""
+	if errors.Is(err, fs.ErrPermission) {
+		hint = " (run as the user that owns the data directory)"
+	}
+	return fmt.Errorf("open database %s: %w%s", path, err, hint)
+}
+
+// txDB is the database with View and Update timed for Options.ObserveTx; store
+// methods call them as bbolt's own.
+type txDB struct {
+	*bolt.DB
+	observe func(write bool, d time.Duration)
+}
+
+func (d txDB) View(fn func(*bolt.Tx) error) error {
+	if d.observe == nil {
+		return d.DB.View(fn)
+	}
+	start := time.Now()
+	err := d.DB.View(fn)
+	d.observe(false, time.Since(start))
+	return err
+}
+
+func (d txDB) Update(fn func(*bolt.Tx) error) error {
+	if d.observe == nil {
+		return d.DB.Update(fn)
+	}
+	start := time.Now()
+	err := d.DB.Update(fn)
+	d.observe(true, time.Since(start))
+	return err
 }
 
 // Close closes the database file.
@@ -224,4 +271,15 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// Ping reads the schema version in a read transaction: the database answers.
+func (s *Store) Ping() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil || meta.Get(keySchemaVersion) == nil {
+			return errors.New("the database has no schema version")
+		}
+		return nil
+	})
 }

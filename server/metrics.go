@@ -1,0 +1,75 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gardend/gardend/server/metrics"
+)
+
+// Metrics are served on the admin socket (GET /metrics, for `curl --unix-socket`) and,
+// with Config.MetricsAddr, on a listener of their own for Prometheus, but never on
+// the public listener: they show the traffic and the load of every route, which is
+// no business of a garden's users, and a separate address lets the operator keep it
+// on loopback or a management network (and IPAddressAllow= in the unit) without a
+// token to manage.
+
+// observeMetrics records one answered request; route is "" when none matched.
+func (s *Server) observeMetrics(r *http.Request, ri *reqInfo, status int, d time.Duration) {
+	if s.metrics == nil || ri.adminSocket {
+		return
+	}
+	route := openAPIPath(ri.route)
+	s.metrics.ObserveRequest(r.Method, route, status, d)
+	if route == "/login" && r.Method == http.MethodPost {
+		s.metrics.ObserveLogin(status)
+	}
+}
+
+// metricSources connects what is read at each scrape.
+func (s *Server) metricSources() metrics.Sources {
+	src := metrics.Sources{Hashing: s.pw.Queue}
+	if s.spatial != nil {
+		src.SpatialCache = func() (int64, int64) {
+			st := s.spatial.Stats()
+			return st.CacheHits, st.Collapsed
+		}
+	}
+	if s.clouds != nil {
+		src.CloudQueue = func() (pending, failed, inFlight int, err error) {
+			pending, failed, err = s.store.CloudQueueCounts()
+			return pending, failed, s.clouds.inHand(), err
+		}
+	}
+	return src
+}
+
+// metricsHandler serves GET /metrics and nothing else.
+func (s *Server) metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	return mux
+}
+
+// serveMetrics serves the metrics listener until ctx ends.
+func (s *Server) serveMetrics(ctx context.Context, ln net.Listener) {
+	hs := &http.Server{
+		Handler:           s.metricsHandler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		ErrorLog:          newStdLogger(s.log),
+	}
+	s.log.Info().Str("addr", ln.Addr().String()).Msg("metrics listening (GET /metrics)")
+	if err := serveUntilDone(ctx, hs, ln); err != nil {
+		s.log.Error().Err(err).Msg("metrics listener")
+	}
+}
+
+// MetricsAddr is the metrics listener's address once Run listens ("" without one).
+func (s *Server) MetricsAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.metricsAddr
+}
