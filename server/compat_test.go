@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/gardend/gardend/server"
 	"github.com/gardend/gardend/spatial/demo"
 )
 
@@ -122,5 +125,37 @@ func TestCompatFieldsBesideSeedFields(t *testing.T) {
 	}
 	if withYield == 0 || withoutYield == 0 {
 		t.Errorf("%d plants with a yield, %d without: the dataset has both", withYield, withoutYield)
+	}
+}
+
+// TestCompatLineGap: with --compat-line-gap the stream waits that long before every
+// line but the first, so it cannot take less than (beds − 1) gaps, and still sends
+// every bed whole. Out-of-range gaps are refused at start.
+func TestCompatLineGap(t *testing.T) {
+	const gap = 40 * time.Millisecond
+	ss := newSpatialSetup(t, demo.Options{Seed: 2, Beds: 3, Plants: 6}, demo.ServerOptions{},
+		func(c *server.Config) { c.CompatLineGap = gap })
+	ss.g.streamBeds(ss.garden, ss.token) // warm the spatial cache
+	start := time.Now()
+	lines := ss.g.streamBeds(ss.garden, ss.token)
+	if took := time.Since(start); took < 2*gap {
+		t.Errorf("3 beds with a %v gap took %v", gap, took)
+	}
+	if len(lines) != len(ss.beds) {
+		t.Fatalf("%d lines, want %d", len(lines), len(ss.beds))
+	}
+	for i, l := range lines {
+		if l.ID != ss.beds[i] || l.Error != "" || l.Plant == "" {
+			t.Errorf("line %d: %+v", i, l)
+		}
+	}
+
+	for _, bad := range []time.Duration{-time.Millisecond, server.MaxCompatLineGap + time.Millisecond} {
+		if err := server.CheckCompatLineGap(bad); err == nil || !strings.Contains(err.Error(), "--compat-line-gap") {
+			t.Errorf("gap %v: %v", bad, err)
+		}
+		if _, err := server.New(server.Config{DataDir: t.TempDir(), CompatLineGap: bad}); err == nil {
+			t.Errorf("New accepted a gap of %v", bad)
+		}
 	}
 }

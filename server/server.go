@@ -54,6 +54,10 @@ type Config struct {
 	Spatial spatial.ClientConfig
 	// Clouds tunes the background point-cloud downloads.
 	Clouds CloudConfig
+	// CompatLineGap spaces the lines of the beds stream for clients that parse each
+	// network read as one JSON document (compatgap.go); 0 (the default) sends each
+	// line as soon as it is ready.
+	CompatLineGap time.Duration
 	// Field hardening (httpserver.go, ratelimit.go); zero values take the defaults.
 	// LoginFailLimit failed logins per LoginFailWindow, per username and per address.
 	LoginFailLimit  int
@@ -145,6 +149,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("data directory is required")
 	}
 	if _, err := ParseRegistrationMode(string(cfg.Registration)); err != nil {
+		return nil, err
+	}
+	if err := CheckCompatLineGap(cfg.CompatLineGap); err != nil {
 		return nil, err
 	}
 	tlsConfig, err := loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.Now(), cfg.Logger)
