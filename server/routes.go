@@ -28,6 +28,8 @@ func (s *Server) allRoutes() []route {
 	rs = append(rs, s.imageRoutes()...)
 	rs = append(rs, s.bedRoutes()...)
 	rs = append(rs, s.backupRoutes()...)
+	rs = append(rs, s.sceneRoutes()...)
+	rs = append(rs, s.signedPLYRoutes()...)
 	return rs
 }
 

@@ -54,6 +54,9 @@ type Config struct {
 	Spatial spatial.ClientConfig
 	// Clouds tunes the background point-cloud downloads.
 	Clouds CloudConfig
+	// SignedURLTTL is how long the signed URLs of the 3D scene work; default
+	// DefaultSignedURLTTL.
+	SignedURLTTL time.Duration
 	// CompatLineGap spaces the lines of the beds stream for clients that parse each
 	// network read as one JSON document (compatgap.go); 0 (the default) sends each
 	// line as soon as it is ready.
@@ -113,6 +116,9 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.SignedURLTTL <= 0 {
+		c.SignedURLTTL = DefaultSignedURLTTL
+	}
 	c.Clouds.setDefaults()
 	c.setFieldDefaults()
 }
@@ -134,6 +140,9 @@ type Server struct {
 	spatial *spatial.Client
 	clouds  *cloudPool
 	demo    *demoSpatial
+	// signer signs the URLs of kept point clouds; sceneCentres caches their centres.
+	signer       urlSigner
+	sceneCentres centreCache
 	// demoGarden is the demo garden's path, set by Run before Ready.
 	demoGarden string
 
@@ -165,6 +174,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	urlKey, err := loadSigningKey(cfg.DataDir)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	images, err := imagestore.Open(filepath.Join(cfg.DataDir, ImageDirName))
 	if err != nil {
 		st.Close()
@@ -180,6 +194,7 @@ func New(cfg Config) (*Server, error) {
 
 		logins:    newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, loginLimitKeys, cfg.Now),
 		tlsConfig: tlsConfig,
+		signer:    urlSigner{key: urlKey, now: cfg.Now, ttl: cfg.SignedURLTTL},
 	}
 	if err := s.sweepImages(); err != nil {
 		st.Close()
