@@ -48,6 +48,7 @@ GARDEND_DATA or GARDEND_TOKEN_TTL); a flag on the command line wins.`,
 		newVersionCommand(),
 		newBackupCommand(g),
 		newRestoreCommand(g),
+		newImportCommand(g),
 	)
 	return root
 }

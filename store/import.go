@@ -222,7 +222,11 @@ func importMapKey(source string, kind ImportKind, key uint64) []byte {
 func imported(tx *bolt.Tx, kind ImportKind) map[uint64]bool {
 	out := map[uint64]bool{}
 	mid := append(append([]byte{0}, kind.mapKey()...), 0)
-	tx.Bucket(bucketImportMap).ForEach(func(k, v []byte) error {
+	m := tx.Bucket(bucketImportMap)
+	if m == nil { // a database no gardend with imports has opened for writing
+		return out
+	}
+	m.ForEach(func(k, v []byte) error {
 		if len(k) >= len(mid)+8 && bytes.Equal(k[len(k)-8-len(mid):len(k)-8], mid) && len(v) == 8 {
 			out[btoi(v)] = true
 		}
@@ -242,14 +246,18 @@ func (p *planner) problem(kind ImportKind, key uint64, warning bool, format stri
 }
 
 // kind plans one kind: keys in source order, exists tells whether a gardend id is
-// there, taken lists every id in use, more may refuse or skip a new record (returning
-// a skip reason, or "" to import it).
+// there, taken lists every id in use, seq is the kind's id sequence, and skip may
+// leave a new record out (returning why, or "" to import it).
 func (p *planner) kind(kind ImportKind, keys []uint64, exists func(id uint64) bool, taken map[uint64]bool, seq uint64, skip func(key uint64) string) *KindPlan {
 	kp := &KindPlan{IDs: map[uint64]uint64{}, Skipped: map[uint64]string{}}
 	p.plan.Kinds[kind] = kp
-	m := p.tx.Bucket(bucketImportMap)
+	m := p.tx.Bucket(bucketImportMap) // nil in a database opened read-only before any import
 	for _, key := range keys {
-		if v := m.Get(importMapKey(p.in.Source, kind, key)); v != nil {
+		var v []byte
+		if m != nil {
+			v = m.Get(importMapKey(p.in.Source, kind, key))
+		}
+		if v != nil {
 			if id := btoi(v); exists(id) {
 				kp.IDs[key] = id
 				kp.Already = append(kp.Already, key)
@@ -269,9 +277,11 @@ func (p *planner) kind(kind ImportKind, keys []uint64, exists func(id uint64) bo
 	ours := map[uint64]bool{}
 	prefix := importMapKey(p.in.Source, kind, 0)
 	prefix = prefix[:len(prefix)-8]
-	c := m.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		ours[btoi(v)] = true
+	if m != nil {
+		c := m.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			ours[btoi(v)] = true
+		}
 	}
 	kp.KeepIDs = true
 	for id := range taken {
