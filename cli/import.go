@@ -70,15 +70,21 @@ Run it with gardend serve stopped. Guide: docs/migrating.md.`,
 }
 
 func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) error {
-	dump, size, closeDump, err := openDump(cmd, args[0])
-	if err != nil {
-		return err
-	}
-	defer closeDump()
 	if o.media != "" {
 		if st, err := os.Stat(o.media); err != nil || !st.IsDir() {
 			return fmt.Errorf("--media %s: not a directory", o.media)
 		}
+	}
+	in, size, closeDump, err := openDump(cmd, args[0])
+	if err != nil {
+		return err
+	}
+	defer closeDump()
+	bar := newStageBar(cmd.ErrOrStderr())
+	dump, err := plantmap.ReadDump(in, func(n int64) { bar.draw("dump", n, size) })
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
 	}
 	st, images, closeStore, err := o.openTarget()
 	if err != nil {
@@ -86,10 +92,8 @@ func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	defer closeStore()
 
-	bar := newStageBar(cmd.ErrOrStderr())
 	res, err := plantmap.Import(cmd.Context(), plantmap.Options{
-		Dump: dump, DumpSize: size, MediaDir: o.media, DryRun: o.dryRun,
-		Store: st, Images: images, Progress: bar.draw,
+		Dump: dump, MediaDir: o.media, DryRun: o.dryRun, Store: st, Images: images, Progress: bar.draw,
 	})
 	bar.finish()
 	if res != nil {
@@ -201,8 +205,8 @@ func printImport(w io.Writer, res *plantmap.Result, dryRun bool) {
 	if res.Plan.Kinds == nil {
 		return
 	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "MODEL\tIN DUMP\tNEW\tALREADY IMPORTED\tSKIPPED\tIDS\t")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tIN DUMP\tNEW\tALREADY IMPORTED\tSKIPPED\tIDS")
 	for _, c := range res.Counts {
 		ids := "kept"
 		if !c.KeepsIDs {
@@ -211,9 +215,9 @@ func printImport(w io.Writer, res *plantmap.Result, dryRun bool) {
 		if c.Kind == store.ImportWidgets {
 			ids = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", c.Model, c.InDump, c.New, c.Already, c.Skipped, ids)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", c.Model, c.InDump, c.New, c.Already, c.Skipped, ids)
 		if c.Kind == store.ImportGardens {
-			fmt.Fprintf(tw, "%s\t%d\t\t\t\t(with their gardens)\t\n", plantmap.ModelCoordinate, res.Coordinates)
+			fmt.Fprintf(tw, "%s\t%d\t(with their gardens)\t\t\t\n", plantmap.ModelCoordinate, res.Coordinates)
 		}
 	}
 	tw.Flush()

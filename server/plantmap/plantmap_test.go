@@ -50,8 +50,17 @@ func newTarget(t *testing.T) *target {
 func (tg *target) run(t *testing.T, dump []byte, media string, dryRun bool) (*plantmap.Result, error) {
 	t.Helper()
 	return plantmap.Import(context.Background(), plantmap.Options{
-		Dump: bytes.NewReader(dump), MediaDir: media, DryRun: dryRun, Store: tg.st, Images: tg.images,
+		Dump: readDump(t, dump), MediaDir: media, DryRun: dryRun, Store: tg.st, Images: tg.images,
 	})
+}
+
+func readDump(t *testing.T, dump []byte) *plantmap.Dump {
+	t.Helper()
+	d, err := plantmap.ReadDump(bytes.NewReader(dump), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func (tg *target) imageFiles(t *testing.T) []string {
@@ -275,7 +284,7 @@ func TestImportUndoesImagesWhenTheWriteFails(t *testing.T) {
 	failing := &failingStore{Store: tg.st}
 	media, _ := plantmaptest.SmallMedia(t)
 	res, err := plantmap.Import(context.Background(), plantmap.Options{
-		Dump: bytes.NewReader(dump), MediaDir: media, Store: failing, Images: tg.images,
+		Dump: readDump(t, dump), MediaDir: media, Store: failing, Images: tg.images,
 	})
 	if err == nil || res.Written || !failing.applied {
 		t.Fatalf("import over a failing write: %v", err)

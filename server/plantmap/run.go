@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -30,15 +29,15 @@ type Store interface {
 
 // Options of Import.
 type Options struct {
-	Dump     io.Reader
+	// Dump is read with ReadDump first, so a file that is no dump is refused before
+	// the database is opened.
+	Dump     *Dump
 	MediaDir string
 	DryRun   bool
 	Store    Store
 	Images   Images
-	// Progress, when set, hears how far each stage is: "dump" in bytes (total is
-	// DumpSize, 0 when unknown), "images" in files.
+	// Progress, when set, hears how far the image stage is, in files.
 	Progress func(stage string, done, total int64)
-	DumpSize int64
 }
 
 // Conversion is an image that was not PNG and was converted.
@@ -84,7 +83,7 @@ var kindModel = map[store.ImportKind]string{
 	store.ImportWidgets: ModelWidget,
 }
 
-// Import reads the dump, checks it, and (unless it has errors or DryRun is set)
+// Import checks the dump, and (unless it has errors or DryRun is set)
 // writes the images of the new gardens and then every new record in one transaction.
 // Images written for a transaction that then fails are removed again. A dump with
 // errors returns ErrProblems with the Result holding them.
@@ -93,10 +92,7 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 	if progress == nil {
 		progress = func(string, int64, int64) {}
 	}
-	dump, err := ReadDump(o.Dump, func(n int64) { progress("dump", n, o.DumpSize) })
-	if err != nil {
-		return nil, err
-	}
+	dump := o.Dump
 	conv := Convert(dump)
 	res := &Result{Problems: conv.Problems, SkippedModels: dump.Skipped}
 	for _, g := range conv.Import.Gardens {
