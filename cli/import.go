@@ -217,7 +217,7 @@ func printImport(w io.Writer, res *plantmap.Result, dryRun bool) {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", c.Model, c.InDump, c.New, c.Already, c.Skipped, ids)
 		if c.Kind == store.ImportGardens {
-			fmt.Fprintf(tw, "%s\t%d\t(with their gardens)\t\t\t\n", plantmap.ModelCoordinate, res.Coordinates)
+			fmt.Fprintf(tw, "%s\t%d\t\t\t\t(with their gardens)\n", plantmap.ModelCoordinate, res.Coordinates)
 		}
 	}
 	tw.Flush()
