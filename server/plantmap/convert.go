@@ -170,6 +170,18 @@ func parsePK(raw json.RawMessage) (uint64, bool) {
 	return v, err == nil && v > 0
 }
 
+// each calls fn for every record with a usable pk and fields object; the others are
+// reported and left out.
+func (c *converter) each(recs []Record, fn func(rec Record, id uint64, f *fields)) {
+	for _, rec := range recs {
+		id, ok := c.pk(rec)
+		f := c.fields(rec)
+		if ok && !f.bad {
+			fn(rec, id, f)
+		}
+	}
+}
+
 func (c *converter) pk(rec Record) (uint64, bool) {
 	id, ok := parsePK(rec.PK)
 	if !ok {
@@ -214,12 +226,7 @@ func Convert(d *Dump) *Converted {
 }
 
 func (c *converter) convertUsers(recs []Record) {
-	for _, rec := range recs {
-		id, ok := c.pk(rec)
-		f := c.fields(rec)
-		if !ok || f.bad {
-			continue
-		}
+	c.each(recs, func(rec Record, id uint64, f *fields) {
 		u := store.ImportUser{Key: id}
 		u.Username, _ = f.str("username")
 		u.FirstName, _ = f.str("first_name")
@@ -233,7 +240,7 @@ func (c *converter) convertUsers(recs []Record) {
 		}
 		u.LastLogin = f.stamp("last_login")
 		if f.bad {
-			continue
+			return
 		}
 		switch alg, supported := store.DjangoHashAlgorithm(hash); {
 		case hash == "":
@@ -251,7 +258,7 @@ func (c *converter) convertUsers(recs []Record) {
 			c.problem(rec, true, "no date_joined: the time of the import is taken")
 		}
 		c.out.Import.Users = append(c.out.Import.Users, u)
-	}
+	})
 }
 
 // name reads a company's or garden's name; PlantMap allowed none, gardend needs one,
@@ -266,14 +273,9 @@ func (c *converter) name(f *fields, rec Record, id uint64, kind string) string {
 }
 
 func (c *converter) convertCompanies(recs []Record) {
-	for _, rec := range recs {
-		id, ok := c.pk(rec)
-		f := c.fields(rec)
-		if !ok || f.bad {
-			continue
-		}
+	c.each(recs, func(rec Record, id uint64, f *fields) {
 		c.out.Import.Companies = append(c.out.Import.Companies, store.ImportCompany{Key: id, Name: c.name(f, rec, id, "Company")})
-	}
+	})
 }
 
 func (c *converter) convertGardens(recs, coords []Record) {
@@ -311,23 +313,18 @@ func (c *converter) convertGardens(recs, coords []Record) {
 		byGarden[garden] = append(byGarden[garden], store.Coordinate{Name: name, Latitude: lat, Longitude: lon})
 		pks[garden] = append(pks[garden], rec.PKText())
 	}
-	for _, rec := range recs {
-		id, ok := c.pk(rec)
-		f := c.fields(rec)
-		if !ok || f.bad {
-			continue
-		}
+	c.each(recs, func(rec Record, id uint64, f *fields) {
 		g := store.ImportGarden{Key: id, Name: c.name(f, rec, id, "Garden")}
 		g.Company, _ = f.ref("company", "company")
 		path, _ := f.str("image_path")
 		if f.bad {
-			continue
+			return
 		}
 		if strings.TrimSpace(path) != "" {
 			base := imageFileName(path)
 			if base == "" {
 				c.problem(rec, false, "image_path %q names no file", path)
-				continue
+				return
 			}
 			c.out.ImageFiles[id] = base
 			g.HasImage = true
@@ -337,7 +334,7 @@ func (c *converter) convertGardens(recs, coords []Record) {
 			c.problem(rec, true, "it has no image: its %d coordinates are left out (gardend keeps coordinates with an image only)", n)
 		}
 		c.out.Import.Gardens = append(c.out.Import.Gardens, g)
-	}
+	})
 }
 
 // imageFileName is the last element of the old server's path, whichever separator it
@@ -352,66 +349,49 @@ func imageFileName(path string) string {
 }
 
 func (c *converter) convertBeds(recs []Record) {
-	for _, rec := range recs {
-		id, ok := c.pk(rec)
-		f := c.fields(rec)
-		if !ok || f.bad {
-			continue
-		}
+	c.each(recs, func(rec Record, id uint64, f *fields) {
 		b := store.ImportBed{Key: id}
 		b.UUID, _ = f.str("uuid")
 		b.Name, _ = f.str("name")
 		b.Garden, _ = f.ref("garden", "garden")
-		if f.bad {
-			continue
+		if !f.bad {
+			c.out.Import.Beds = append(c.out.Import.Beds, b)
 		}
-		c.out.Import.Beds = append(c.out.Import.Beds, b)
-	}
+	})
 }
 
 func (c *converter) convertPerms(recs []Record, on string, dst *[]store.ImportPermission) {
-	for _, rec := range recs {
-		id, ok := c.pk(rec)
-		f := c.fields(rec)
-		if !ok || f.bad {
-			continue
-		}
+	c.each(recs, func(rec Record, id uint64, f *fields) {
 		p := store.ImportPermission{Key: id}
 		letter, _ := f.str("permission")
 		p.Level = store.Level(letter)
 		p.On, _ = f.ref(on, on)
 		p.User, _ = f.ref("user", "user")
-		if f.bad {
-			continue
+		if !f.bad {
+			*dst = append(*dst, p)
 		}
-		*dst = append(*dst, p)
-	}
+	})
 }
 
 func (c *converter) convertWidgets(recs []Record) {
-	for _, rec := range recs {
-		id, ok := c.pk(rec)
-		f := c.fields(rec)
-		if !ok || f.bad {
-			continue
-		}
+	c.each(recs, func(rec Record, id uint64, f *fields) {
 		w := store.ImportWidget{Key: id}
 		w.User, _ = f.ref("user", "user")
-		if f.bad {
-			continue
+		raw := f.m["data"]
+		switch {
+		case f.bad:
+			return
+		case isNull(raw):
+			c.problem(rec, false, "it has no data")
+			return
 		}
 		// The document as the client saved it; compacted, as a client sends it.
 		var doc bytes.Buffer
-		raw := f.m["data"]
-		if isNull(raw) {
-			c.problem(rec, false, "it has no data")
-			continue
-		}
 		if err := json.Compact(&doc, raw); err != nil {
 			c.problem(rec, false, "its data is not JSON: %v", err)
-			continue
+			return
 		}
 		w.Doc = doc.Bytes()
 		c.out.Import.Widgets = append(c.out.Import.Widgets, w)
-	}
+	})
 }
