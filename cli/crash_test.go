@@ -168,11 +168,12 @@ type gardendProc struct {
 
 const logLinesKept = 40
 
-// startGardend runs `gardend serve` on dir with a free port and waits for its
-// "listening" log line.
-func startGardend(t *testing.T, bin, dir string) *gardendProc {
+// startGardend runs `gardend serve` on dir (with extra flags) with a free port and
+// waits for its "listening" log line.
+func startGardend(t *testing.T, bin, dir string, extra ...string) *gardendProc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--data", dir, "--addr", "127.0.0.1:0", "--log-format", "json", "--shutdown-timeout", "5s")
+	args := append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--log-format", "json", "--shutdown-timeout", "5s"}, extra...)
+	cmd := exec.Command(bin, args...)
 	// GARDEND_* variables of the environment would change flags (GARDEND_DATA, …).
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GARDEND_") {

@@ -59,6 +59,7 @@ environment, the config file, the default. Other flags (restore --force, inspect
 		newVersionCommand(),
 		newBackupCommand(g),
 		newRestoreCommand(g),
+		newImportCommand(g),
 	)
 	return root
 }

@@ -27,6 +27,7 @@ type serveOptions struct {
 	demo            bool
 	demoLatency     time.Duration
 	metricsAddr     string
+	compatLineGap   time.Duration
 	spatial         spatialOptions
 	field           fieldOptions
 }
@@ -58,6 +59,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.BoolVar(&o.demo, "demo", false, "run a demo spatial server in-process, seed a demo account, company, garden and beds, and print the credentials")
 	f.DurationVar(&o.demoLatency, "demo-latency", 0, "latency added to every call of the demo spatial server (e.g. 30ms, as a real one)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (GET /metrics) on this address of its own, e.g. 127.0.0.1:9464 (default: only on the admin socket)")
+	f.DurationVar(&o.compatLineGap, "compat-line-gap", 0, "wait this long between lines of the beds stream, for PlantMap web clients that cannot be updated (e.g. 200ms; see docs/migrating.md)")
 	o.spatial.addFlags(f)
 	o.field.addFlags(f)
 	markConfig(f) // every serve flag is configuration (config.go)
@@ -75,6 +77,9 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	if err := o.spatial.validate(); err != nil {
 		return err
 	}
+	if err := server.CheckCompatLineGap(o.compatLineGap); err != nil {
+		return err
+	}
 	cfg := server.Config{
 		DataDir:         o.global.dataDir,
 		Addr:            o.addr,
@@ -87,6 +92,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		AdminSocket:     true,
 		Demo:            o.demo,
 		DemoLatency:     o.demoLatency,
+		CompatLineGap:   o.compatLineGap,
 		Spatial:         o.spatial.clientConfig(),
 		Clouds:          o.spatial.cloudConfig(),
 		Logger:          log,

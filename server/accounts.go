@@ -133,6 +133,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.upgradePassword(r.Context(), u, password)
 	if ri := infoOf(r); ri != nil {
 		ri.userID = u.ID
 	}

@@ -52,7 +52,7 @@ func (a *Admin) startBackup(ctx context.Context) (backupRun, error) {
 			DataDir:        dataDir,
 			Database:       filepath.Base(a.store.Path()),
 			Snapshot:       a.store.WriteSnapshot,
-			Skip:           []string{AdminSocketName},
+			Skip:           []string{AdminSocketName, SigningKeyFileName},
 			SchemaVersion:  store.SchemaVersion(),
 			GardendVersion: gardendVersion(),
 			Created:        a.store.Now(),

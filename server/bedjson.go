@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -18,18 +19,36 @@ type healthJSON struct {
 }
 
 // bedJSON is one line of the beds stream; a bed the spatial server could not answer
-// for has only id, plants and error.
+// for has only id, plants, error and the two avg_plant_* nulls.
 type bedJSON struct {
-	ID          uint64         `json:"id"`
-	Plant       string         `json:"plant,omitempty"`
-	Variety     string         `json:"variety,omitempty"`
-	Plants      string         `json:"plants"`
-	SoilHumidty *float64       `json:"soil_humidty,omitempty"`
-	Harvest     string         `json:"harvest,omitempty"`
-	Yield       *float64       `json:"yield,omitempty"`
-	Health      []healthJSON   `json:"health,omitempty"`
-	PlantCoords []store.LatLon `json:"plant_coords,omitempty"`
-	Error       string         `json:"error,omitempty"`
+	ID          uint64           `json:"id"`
+	Plant       string           `json:"plant,omitempty"`
+	Variety     string           `json:"variety,omitempty"`
+	Plants      string           `json:"plants"`
+	SoilHumidty *float64         `json:"soil_humidty,omitempty"`
+	Harvest     string           `json:"harvest,omitempty"`
+	Yield       *float64         `json:"yield,omitempty"`
+	Health      []healthJSON     `json:"health,omitempty"`
+	PlantCoords []plantCoordJSON `json:"plant_coords,omitempty"`
+	Error       string           `json:"error,omitempty"`
+	compatBed
+}
+
+// compatBed is what the original PlantMap server sent besides the seed's fields and
+// its web client reads (shared/spec/plantmap-client.md): the other spelling of the
+// humidity, and the mean position of the bed's plants, which places the bed's marker.
+// The client throws on an undefined position, so the two are null, never absent.
+type compatBed struct {
+	SoilHumidity *float64 `json:"soil_humidity,omitempty"`
+	AvgPlantLat  *float64 `json:"avg_plant_lat"`
+	AvgPlantLon  *float64 `json:"avg_plant_lon"`
+}
+
+// plantCoordJSON is a bed's plant position with the geometry uuid of the plant's point
+// cloud (plant_id, as the original sent it).
+type plantCoordJSON struct {
+	store.LatLon
+	PlantID string `json:"plant_id"`
 }
 
 type plantJSON struct {
@@ -44,6 +63,15 @@ type plantJSON struct {
 	PlantCoords *store.LatLon `json:"plant_coords,omitempty"`
 	// PointCloud is where the plant's point cloud stands (plantstatus.go).
 	PointCloud string `json:"pointcloud,omitempty"`
+	compatPlant
+}
+
+// compatPlant is the original's spelling of a plant's bed id and humidity. A missing
+// yield stays missing: the client shows an absent one as "NaN" but a null as "0",
+// which would pass for a measurement (docs/migrating.md).
+type compatPlant struct {
+	BedIDCompat  uint64   `json:"bed_id"`
+	SoilHumidity *float64 `json:"soil_humidity,omitempty"`
 }
 
 // summaryFields fills the fields a bed and a plant share.
@@ -62,13 +90,40 @@ func newBedJSON(id uint64, plantsURL string, b spatial.Bed, coords []*store.LatL
 	out := bedJSON{ID: id, Plant: sum.Species, Variety: sum.Variety, Plants: plantsURL,
 		SoilHumidty: sum.SoilHumidity, Yield: sum.Yield}
 	out.Harvest, out.Health = summaryFields(sum)
-	// coords is in plant-name order, as b.Plants is.
-	for _, c := range coords {
+	out.SoilHumidity = sum.SoilHumidity
+	// coords is in plant-name order, as b.Plants is; a known position implies a cloud.
+	for i, c := range coords {
 		if c != nil {
-			out.PlantCoords = append(out.PlantCoords, *c)
+			out.PlantCoords = append(out.PlantCoords, plantCoordJSON{LatLon: *c, PlantID: b.Plants[i].Cloud.UUID})
 		}
 	}
+	if len(out.PlantCoords) > 0 {
+		lat, lon := meanPosition(out.PlantCoords)
+		out.AvgPlantLat, out.AvgPlantLon = &lat, &lon
+	}
 	return out
+}
+
+// meanPosition averages positions; longitudes are averaged as offsets from the first,
+// so a bed astride the antimeridian is not placed on the other side of the globe.
+func meanPosition(cs []plantCoordJSON) (lat, lon float64) {
+	lon0 := cs[0].Lon
+	var dLon float64
+	for _, c := range cs {
+		lat += c.Lat
+		dLon += wrapLongitude(c.Lon - lon0)
+	}
+	n := float64(len(cs))
+	return lat / n, wrapLongitude(lon0 + dLon/n)
+}
+
+// wrapLongitude maps degrees into [−180, 180).
+func wrapLongitude(v float64) float64 {
+	v = math.Mod(v+180, 360)
+	if v < 0 {
+		v += 360
+	}
+	return v - 180
 }
 
 func newPlantJSON(bedID uint64, p spatial.Plant, coord *store.LatLon, now time.Time) plantJSON {
@@ -76,6 +131,7 @@ func newPlantJSON(bedID uint64, p spatial.Plant, coord *store.LatLon, now time.T
 	out := plantJSON{ID: p.ID, BedID: bedID, Plant: sum.Species, Variety: sum.Variety,
 		SoilHumidty: sum.SoilHumidity, Yield: sum.Yield, PlantCoords: coord}
 	out.Harvest, out.Health = summaryFields(sum)
+	out.BedIDCompat, out.SoilHumidity = bedID, sum.SoilHumidity
 	return out
 }
 

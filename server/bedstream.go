@@ -47,6 +47,7 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 	defer func() { s.clouds.enqueue(jobs) }()
 	now := s.cfg.Now()
 	var line []byte
+	written := 0
 	for res := range s.spatial.Beds(r.Context(), uuids) {
 		b := beds[res.Index]
 		url := plantsURL + idText(b.ID) + "/plants"
@@ -66,6 +67,10 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 			s.log.Error().Err(err).Uint64("bed_id", b.ID).Msg("encode bed")
 			line, _ = appendJSONLine(line[:0], bedJSON{ID: b.ID, Plants: url, Error: "the bed's data could not be encoded"})
 		}
+		if !s.compatLineGap(r.Context(), written == 0) {
+			return
+		}
+		written++
 		// A large garden may stream for longer than the write timeout; it may go on as
 		// long as lines go out, and a client that stops reading is still cut off.
 		if err := s.extendWriteDeadline(w); err != nil {

@@ -30,6 +30,8 @@ func (s *Server) allRoutes() []route {
 	rs = append(rs, s.backupRoutes()...)
 	rs = append(rs, s.webRoutes()...)
 	rs = append(rs, s.readinessRoutes()...)
+	rs = append(rs, s.sceneRoutes()...)
+	rs = append(rs, s.signedPLYRoutes()...)
 	return rs
 }
 

@@ -55,6 +55,13 @@ type Config struct {
 	Spatial spatial.ClientConfig
 	// Clouds tunes the background point-cloud downloads.
 	Clouds CloudConfig
+	// SignedURLTTL is how long the signed URLs of the 3D scene work; default
+	// DefaultSignedURLTTL.
+	SignedURLTTL time.Duration
+	// CompatLineGap spaces the lines of the beds stream for clients that parse each
+	// network read as one JSON document (compatgap.go); 0 (the default) sends each
+	// line as soon as it is ready.
+	CompatLineGap time.Duration
 	// Field hardening (httpserver.go, ratelimit.go); zero values take the defaults.
 	// LoginFailLimit failed logins per LoginFailWindow, per username and per address.
 	LoginFailLimit  int
@@ -118,6 +125,9 @@ func (c *Config) setDefaults() {
 	if c.Build == (BuildInfo{}) {
 		c.Build = ReadBuildInfo(BuildInfo{})
 	}
+	if c.SignedURLTTL <= 0 {
+		c.SignedURLTTL = DefaultSignedURLTTL
+	}
 	c.Clouds.setDefaults()
 	c.setFieldDefaults()
 }
@@ -142,6 +152,9 @@ type Server struct {
 	spatial *spatial.Client
 	clouds  *cloudPool
 	demo    *demoSpatial
+	// signer signs the URLs of kept point clouds; sceneCentres caches their centres.
+	signer       urlSigner
+	sceneCentres centreCache
 	// demoGarden is the demo garden's path, set by Run before Ready.
 	demoGarden string
 
@@ -160,6 +173,9 @@ func New(cfg Config) (*Server, error) {
 	if _, err := ParseRegistrationMode(string(cfg.Registration)); err != nil {
 		return nil, err
 	}
+	if err := CheckCompatLineGap(cfg.CompatLineGap); err != nil {
+		return nil, err
+	}
 	tlsConfig, err := loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.Now(), cfg.Logger)
 	if err != nil {
 		return nil, err
@@ -174,6 +190,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	if b := st.MigrationBackup(); b != "" {
 		cfg.Logger.Info().Str("copy", b).Uint64("schema", store.SchemaVersion()).Msg("database schema migrated; the file was copied before (delete the copy once all is well)")
+	}
+	urlKey, err := loadSigningKey(cfg.DataDir)
+	if err != nil {
+		st.Close()
+		return nil, err
 	}
 	images, err := imagestore.Open(filepath.Join(cfg.DataDir, ImageDirName))
 	if err != nil {
@@ -193,6 +214,7 @@ func New(cfg Config) (*Server, error) {
 
 		logins:    newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, loginLimitKeys, cfg.Now),
 		tlsConfig: tlsConfig,
+		signer:    urlSigner{key: urlKey, now: cfg.Now, ttl: cfg.SignedURLTTL},
 	}
 	if err := s.sweepImages(); err != nil {
 		st.Close()

@@ -83,6 +83,9 @@ var errBadHash = errors.New("unrecognised password hash")
 
 // Verify reports whether password matches encoded, in constant time.
 func (p *Passwords) Verify(ctx context.Context, encoded, password string) (bool, error) {
+	if isDjangoHash(encoded) { // imported from PlantMap (password_django.go)
+		return p.verifyDjango(ctx, encoded, password)
+	}
 	parts := strings.Split(encoded, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" {
 		return false, errBadHash

@@ -32,6 +32,8 @@ var (
 
 	bucketPositions = []byte("plant_positions") // project|0|cloud → PlantPosition
 	bucketCloudJobs = []byte("pc_queue")        // project|0|cloud → CloudJob
+
+	bucketImportMap = []byte("import_map") // source|0|kind|0|sourceID → id (import.go)
 )
 
 // allBuckets are created on open; a feature adds its buckets here.
@@ -41,6 +43,7 @@ var allBuckets = [][]byte{
 	bucketPermCompany, bucketUserCompany, bucketPermGarden, bucketUserGarden,
 	bucketBeds, bucketGardenBeds, bucketBedUUIDs,
 	bucketPositions, bucketCloudJobs,
+	bucketImportMap,
 }
 
 var keySchemaVersion = []byte("schema_version")

@@ -1,0 +1,355 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gardend/gardend/imagestore"
+	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/plantmap"
+	"github.com/gardend/gardend/store"
+)
+
+func newImportCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import",
+		Short: "Bring data over from another system",
+	}
+	cmd.AddCommand(newImportPlantMapCommand(g))
+	return cmd
+}
+
+type importPlantMapOptions struct {
+	global *globalOptions
+	media  string
+	dryRun bool
+}
+
+func newImportPlantMapCommand(g *globalOptions) *cobra.Command {
+	o := &importPlantMapOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "plantmap DUMP.json",
+		Short: "Import a PlantMap (Django) server's data from a dumpdata export",
+		Long: `Import the users (with their passwords), companies, gardens with their images and
+coordinates, beds, permissions and widgets of a PlantMap server from the JSON file
+that "python manage.py dumpdata" writes ("-" reads standard input). Everything else in
+the dump (sessions, tokens, the admin log, …) is counted and left out.
+
+The dump is checked first; any error is reported with the dump's model and pk and
+nothing is written. Otherwise the new records are written in one transaction: all or
+nothing. Ids are kept where gardend holds nothing of a kind yet, and mapped (the map
+is printed) where it does. Running it again with the same dump changes nothing.
+Garden images are read from --media by the file name their image_path ends in and
+stored as PNG (a JPEG or GIF is converted, pixel for pixel). Users log in with their
+old passwords; each one's hash is upgraded to argon2id at their first login.
+
+Run it with gardend serve stopped. Guide: docs/migrating.md.`,
+		Example: `  gardend import plantmap plantmap.json --media /srv/plantmap/storage/images --dry-run
+  gardend import plantmap plantmap.json --media /srv/plantmap/storage/images --data /var/lib/gardend`,
+		Args: cobra.ExactArgs(1),
+		RunE: o.run,
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.media, "media", "", "directory holding the old server's garden images (its storage/images)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "check the dump and show what would be imported, without writing anything")
+	return cmd
+}
+
+func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) error {
+	if o.media != "" {
+		if st, err := os.Stat(o.media); err != nil || !st.IsDir() {
+			return fmt.Errorf("--media %s: not a directory", o.media)
+		}
+	}
+	in, size, closeDump, err := openDump(cmd, args[0])
+	if err != nil {
+		return err
+	}
+	defer closeDump()
+	bar := newStageBar(cmd.ErrOrStderr())
+	dump, err := plantmap.ReadDump(in, func(n int64) { bar.draw("dump", n, size) })
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	st, images, closeStore, err := o.openTarget()
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	res, err := plantmap.Import(cmd.Context(), plantmap.Options{
+		Dump: dump, MediaDir: o.media, DryRun: o.dryRun, Store: st, Images: images, Progress: bar.draw,
+	})
+	bar.finish()
+	if res != nil {
+		printImport(cmd.OutOrStdout(), res, o.dryRun)
+	}
+	switch {
+	case errors.Is(err, plantmap.ErrProblems):
+		n := 0
+		for _, p := range res.Problems {
+			if !p.Warning {
+				n++
+			}
+		}
+		return fmt.Errorf("the dump has %d error(s), listed above; nothing was imported", n)
+	case err != nil:
+		return fmt.Errorf("import: %w", err)
+	}
+	return nil
+}
+
+// openDump opens the dump file, or standard input for "-"; size is 0 when unknown.
+func openDump(cmd *cobra.Command, path string) (io.Reader, int64, func(), error) {
+	if path == "-" {
+		return cmd.InOrStdin(), 0, func() {}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("open the dump: %w", err)
+	}
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	return f, size, func() { f.Close() }, nil
+}
+
+// openTarget opens the data directory's database for the import. A dry run opens an
+// existing database read-only and plans against an empty throwaway one where there is
+// none, so it writes nothing at all. The import needs the database to itself: serve
+// must not run.
+func (o *importPlantMapOptions) openTarget() (*store.Store, plantmap.Images, func(), error) {
+	dir := o.global.dataDir
+	path := filepath.Join(dir, store.FileName)
+	_, statErr := os.Stat(path)
+	opts := store.Options{Timeout: time.Second}
+	if o.dryRun {
+		if statErr != nil {
+			tmp, err := os.MkdirTemp("", "gardend-import-dry-run-")
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			st, err := store.Open(filepath.Join(tmp, store.FileName), opts)
+			if err != nil {
+				os.RemoveAll(tmp)
+				return nil, nil, nil, err
+			}
+			return st, nil, func() { st.Close(); os.RemoveAll(tmp) }, nil
+		}
+		opts.ReadOnly = true
+	}
+	st, err := store.Open(path, opts)
+	if errors.Is(err, store.ErrLocked) {
+		return nil, nil, nil, fmt.Errorf("%w: stop gardend serve on %s, import, then start it again", err, dir)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if o.dryRun {
+		return st, nil, func() { st.Close() }, nil
+	}
+	images, err := imagestore.Open(filepath.Join(dir, server.ImageDirName))
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	return st, images, func() { st.Close() }, nil
+}
+
+// printImport writes the report: problems, what happened per model, the ids that
+// changed, the images converted, what the dump held besides. Everything that comes
+// from the dump is escaped: it is somebody else's data on the operator's terminal.
+func printImport(w io.Writer, res *plantmap.Result, dryRun bool) {
+	problems := slices.Clone(res.Problems)
+	order := map[string]int{}
+	for i, m := range plantmap.Models {
+		order[m] = i
+	}
+	sort.SliceStable(problems, func(i, j int) bool {
+		a, b := problems[i], problems[j]
+		if a.Warning != b.Warning {
+			return !a.Warning
+		}
+		if order[a.Model] != order[b.Model] {
+			return order[a.Model] < order[b.Model]
+		}
+		return pkLess(a.PK, b.PK)
+	})
+	if len(problems) > 0 {
+		fmt.Fprintln(w, "Problems:")
+		for _, p := range problems {
+			sev := "error  "
+			if p.Warning {
+				sev = "warning"
+			}
+			fmt.Fprintf(w, "  %s  %s pk=%s: %s\n", sev, printable(p.Model), printable(p.PK), printable(p.Message))
+		}
+		fmt.Fprintln(w)
+	}
+	if res.Plan.Kinds == nil {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tIN DUMP\tNEW\tALREADY IMPORTED\tSKIPPED\tIDS")
+	for _, c := range res.Counts {
+		ids := "kept"
+		if !c.KeepsIDs {
+			ids = "mapped"
+		}
+		if c.Kind == store.ImportWidgets {
+			ids = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", c.Model, c.InDump, c.New, c.Already, c.Skipped, ids)
+		if c.Kind == store.ImportGardens {
+			fmt.Fprintf(tw, "%s\t%d\t\t\t\t(with their gardens)\n", plantmap.ModelCoordinate, res.Coordinates)
+		}
+	}
+	tw.Flush()
+
+	for _, c := range res.Counts {
+		kp := res.Plan.Kinds[c.Kind]
+		for _, key := range sortedKeys(kp.Skipped) {
+			fmt.Fprintf(w, "skipped %s pk=%d: %s\n", c.Model, key, printable(kp.Skipped[key]))
+		}
+	}
+	for _, c := range res.Counts {
+		kp := res.Plan.Kinds[c.Kind]
+		if c.Kind == store.ImportWidgets || kp.KeepIDs || len(kp.New) == 0 {
+			continue
+		}
+		var pairs []string
+		for _, key := range kp.New {
+			pairs = append(pairs, fmt.Sprintf("%d→%d", key, kp.IDs[key]))
+		}
+		fmt.Fprintf(w, "new ids of %s (dump pk→gardend id): %s\n", c.Model, strings.Join(pairs, ", "))
+	}
+	for _, c := range res.Conversions {
+		gardens := make([]string, len(c.Gardens))
+		for i, g := range c.Gardens {
+			gardens[i] = strconv.FormatUint(g, 10)
+		}
+		fmt.Fprintf(w, "image %s is a %s, %d×%d: converted to PNG at that size (garden %s)\n",
+			printable(c.File), strings.ToUpper(c.Format), c.Width, c.Height, strings.Join(gardens, ", "))
+	}
+	if len(res.SkippedModels) > 0 {
+		models := make([]string, 0, len(res.SkippedModels))
+		for m := range res.SkippedModels {
+			models = append(models, m)
+		}
+		sort.Strings(models)
+		var parts []string
+		for _, m := range models {
+			parts = append(parts, fmt.Sprintf("%s %d", printable(m), res.SkippedModels[m]))
+		}
+		fmt.Fprintf(w, "left out (not gardend's to keep): %s\n", strings.Join(parts, ", "))
+	}
+	switch {
+	case res.Errors():
+	case dryRun:
+		fmt.Fprintln(w, "dry run: nothing was written")
+	case res.Written:
+		n := 0
+		for _, c := range res.Counts {
+			n += c.New
+		}
+		fmt.Fprintf(w, "imported %d records in one transaction\n", n)
+	default:
+		fmt.Fprintln(w, "nothing new to import: everything in the dump was imported before")
+	}
+}
+
+func sortedKeys(m map[uint64]string) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// pkLess orders numeric pks by value, others as text.
+func pkLess(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 == nil && err2 == nil {
+		return x < y
+	}
+	return a < b
+}
+
+// printable escapes what could steer a terminal or fake a line: control characters,
+// bidirectional overrides and invalid UTF-8 become Go escapes.
+func printable(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\ufffd"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsControl(r), unicode.Is(unicode.Bidi_Control, r), r == '\u2028' || r == '\u2029':
+			b.WriteString(strings.Trim(strconv.QuoteRune(r), "'"))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// stageBar draws the import's progress on a terminal: `dump [#####     ] 52%  12.3 MiB`,
+// redrawn in place; elsewhere it stays quiet (a log needs the report, not the bar).
+type stageBar struct {
+	w     io.Writer
+	tty   bool
+	drawn bool
+	last  string
+}
+
+func newStageBar(w io.Writer) *stageBar {
+	f, ok := w.(*os.File)
+	return &stageBar{w: w, tty: ok && term.IsTerminal(int(f.Fd()))}
+}
+
+func (b *stageBar) draw(stage string, done, total int64) {
+	if !b.tty {
+		return
+	}
+	filled := 0
+	pct := ""
+	if total > 0 {
+		filled = int(min(done, total) * barWidth / total)
+		pct = fmt.Sprintf(" %3d%%", min(done, total)*100/total)
+	}
+	detail := fmt.Sprintf("%d/%d", done, total)
+	if stage == "dump" {
+		detail = mib(done)
+	}
+	text := fmt.Sprintf("%-7s [%s%s]%s  %s", stage, strings.Repeat("#", filled), strings.Repeat(" ", barWidth-filled), pct, detail)
+	if text == b.last {
+		return
+	}
+	b.last = text
+	fmt.Fprint(b.w, "\r"+text+"\x1b[K")
+	b.drawn = true
+}
+
+func (b *stageBar) finish() {
+	if b.drawn {
+		fmt.Fprintln(b.w)
+		b.drawn = false
+	}
+}

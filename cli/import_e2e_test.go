@@ -1,0 +1,292 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gardend/gardend/server/plantmap/plantmaptest"
+	"github.com/gardend/gardend/spatial/demo"
+	"github.com/gardend/gardend/store"
+)
+
+// runBinary runs the built gardend with args (and stdin), outside the GARDEND_*
+// environment, and returns its standard output.
+func runBinary(t *testing.T, bin, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GARDEND_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("gardend %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	return out.String()
+}
+
+type idName struct {
+	ID   uint64 `json:"id"`
+	Name string `json:"name"`
+}
+
+func getJSON(t *testing.T, url, token string, v any) {
+	t.Helper()
+	code, body := call(t, "GET", url, token, "")
+	if code != 200 {
+		t.Fatalf("GET %s: %d %s", url, code, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v: %s", url, err, body)
+	}
+}
+
+func ids(items []idName) []uint64 {
+	out := make([]uint64, len(items))
+	for i, it := range items {
+		out[i] = it.ID
+	}
+	return out
+}
+
+// TestImportPlantMapEndToEnd: the original project's fixtures and garden image,
+// imported by the real binary, served by it, and found through the HTTP API: every
+// user logs in with the old password "1234" (and has it rehashed to argon2id), and
+// sees exactly the companies, gardens (the JPEG converted to a PNG of its size, with
+// its coordinates), beds, permissions and widgets the original gave them; a site
+// administrator sees the companies nobody administers.
+func TestImportPlantMapEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gardend and converts a 4-megapixel image; skipped with -short")
+	}
+	fixtures := plantmaptest.Fixtures(t)
+	media := plantmaptest.MediaDir(t)
+	bin := buildGardend(t)
+	dir := t.TempDir()
+
+	start := time.Now()
+	out := runBinary(t, bin, "", "import", "plantmap", writeDump(t, fixtures), "--media", media, "--data", dir)
+	t.Logf("import took %v:\n%s", time.Since(start), out)
+	wantLines(t, out, "imported 34 records in one transaction",
+		"image goeoentueuegs_ibbenbueren.png is a JPEG, 2536×1731: converted to PNG at that size (garden 1, 3, 4)")
+	runBinary(t, bin, "root-password-1\n", "admin", "create", "--username", "root", "--password-stdin", "--data", dir)
+
+	// A spatial server that knows the fixtures' bed projects.
+	var projects []string
+	for _, e := range fixtures {
+		if e.Model == "restapi.bed" && !slices.Contains(projects, e.Fields["uuid"].(string)) {
+			projects = append(projects, e.Fields["uuid"].(string))
+		}
+	}
+	ds := demo.Generate(demo.Options{Seed: 9, Beds: len(projects), Plants: 4})
+	for i := range ds.Beds {
+		ds.Beds[i].ProjectUUID = projects[i]
+	}
+	spatialSrv := demo.NewServer(ds, demo.ServerOptions{})
+	spatialAddr, err := spatialSrv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spatialSrv.Stop()
+	p := startGardend(t, bin, dir, "--spatial", spatialAddr)
+	base := p.base
+
+	tokens := map[string]string{}
+	for _, name := range []string{"Admin", "Gardener-1", "Gardener-2", "Gardener-3", "Gardener-4"} {
+		code, token := login(t, base, name, plantmaptest.FixturePassword)
+		if code != 200 {
+			t.Fatalf("login %s with the fixtures' password: %d", name, code)
+		}
+		tokens[name] = token
+		var w struct{ Widgets []string }
+		getJSON(t, base+"/user/widgets", token, &w)
+		if len(w.Widgets) != 8 || w.Widgets[0] != "3d-table" {
+			t.Errorf("%s's widgets: %v", name, w.Widgets)
+		}
+	}
+	if code, _ := login(t, base, "Admin", plantmaptest.FixturePassword); code != 200 {
+		t.Fatalf("second login of Admin, with the upgraded hash: %d", code)
+	}
+	if code, _ := login(t, base, "Admin", "12345"); code != 400 {
+		t.Fatalf("Admin with a wrong password: %d", code)
+	}
+	_, rootToken := login(t, base, "root", "root-password-1")
+
+	// Companies and gardens, as each user sees them.
+	for _, tc := range []struct {
+		user               string
+		companies, gardens []uint64
+	}{
+		{"Admin", []uint64{1, 2}, []uint64{1, 2, 3}},
+		{"Gardener-1", []uint64{1}, []uint64{1, 2}},
+		{"Gardener-2", nil, []uint64{3}},
+		{"Gardener-3", nil, []uint64{4}},
+		{"Gardener-4", nil, nil},
+		{"root", []uint64{1, 2, 3, 4}, []uint64{1, 2, 3, 4}},
+	} {
+		token := tokens[tc.user]
+		if tc.user == "root" {
+			token = rootToken
+		}
+		var cs, gs []idName
+		getJSON(t, base+"/companies", token, &cs)
+		getJSON(t, base+"/gardens", token, &gs)
+		if !slices.Equal(ids(cs), tc.companies) || !slices.Equal(ids(gs), tc.gardens) {
+			t.Errorf("%s sees companies %v and gardens %v, want %v and %v", tc.user, ids(cs), ids(gs), tc.companies, tc.gardens)
+		}
+	}
+	var cs []idName
+	getJSON(t, base+"/companies", rootToken, &cs)
+	for i, c := range cs {
+		if want := "company-" + string(rune('1'+i)); c.Name != want {
+			t.Errorf("company %d is named %q, want %q", c.ID, c.Name, want)
+		}
+	}
+
+	// The garden image: the JPEG as a PNG of its size, with its three corners.
+	wantCoords := map[uint64][]string{}
+	for _, e := range fixtures {
+		if e.Model == "restapi.coordinate" {
+			g := uint64(mustInt(t, e.Fields["garden"]))
+			wantCoords[g] = append(wantCoords[g], e.Fields["name"].(string)+" "+e.Fields["latitude"].(string)+" "+e.Fields["longitude"].(string))
+		}
+	}
+	for _, g := range []struct {
+		company, garden uint64
+		token           string
+	}{{1, 1, tokens["Admin"]}, {2, 3, tokens["Gardener-2"]}, {4, 4, tokens["Gardener-3"]}} {
+		var img struct {
+			Image       string
+			Coordinates []struct {
+				Name                string
+				Latitude, Longitude json.Number
+			}
+		}
+		getJSON(t, base+"/companies/"+u(g.company)+"/gardens/"+u(g.garden)+"/image", g.token, &img)
+		data, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(img.Image, "data:image/png;base64,"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(bytes.NewReader(data))
+		if err != nil || cfg.Width != 2536 || cfg.Height != 1731 {
+			t.Errorf("garden %d image: %d×%d %v", g.garden, cfg.Width, cfg.Height, err)
+		}
+		var got []string
+		for _, c := range img.Coordinates {
+			got = append(got, c.Name+" "+c.Latitude.String()+" "+c.Longitude.String())
+		}
+		if !slices.Equal(got, wantCoords[g.garden]) {
+			t.Errorf("garden %d coordinates %v, want %v", g.garden, got, wantCoords[g.garden])
+		}
+	}
+	if code, _ := call(t, "GET", base+"/companies/1/gardens/2/image", tokens["Admin"], ""); code != 404 {
+		t.Errorf("garden 2 had no image; GET image: %d", code)
+	}
+
+	// Beds, through the stream, with their plants from the spatial server.
+	for _, g := range []struct {
+		company, garden uint64
+		beds            []uint64
+		token           string
+	}{
+		{1, 1, []uint64{1, 2, 3, 4, 5}, tokens["Gardener-1"]},
+		{1, 2, []uint64{6, 7, 8}, tokens["Admin"]},
+		{2, 3, []uint64{9, 10}, tokens["Gardener-2"]},
+		{4, 4, []uint64{11}, tokens["Gardener-3"]},
+	} {
+		code, body := call(t, "GET", base+"/companies/"+u(g.company)+"/gardens/"+u(g.garden)+"/beds", g.token, "")
+		if code != 200 {
+			t.Fatalf("beds of garden %d: %d %s", g.garden, code, body)
+		}
+		var got []uint64
+		sc := bufio.NewScanner(bytes.NewReader(body))
+		for sc.Scan() {
+			var line struct {
+				ID    uint64
+				Plant string
+				Error string
+			}
+			json.Unmarshal(sc.Bytes(), &line)
+			if line.Error != "" || line.Plant == "" {
+				t.Errorf("garden %d bed %d: %s", g.garden, line.ID, sc.Text())
+			}
+			got = append(got, line.ID)
+		}
+		if !slices.Equal(got, g.beds) {
+			t.Errorf("garden %d beds %v, want %v", g.garden, got, g.beds)
+		}
+	}
+
+	// Permissions, with their ids.
+	for _, tc := range []struct {
+		path, token string
+		want        []string
+	}{
+		{"/companies/1/permissions", tokens["Admin"], []string{"1 Admin a", "3 Gardener-1 u"}},
+		{"/companies/2/permissions", tokens["Admin"], []string{"2 Admin a"}},
+		{"/companies/2/gardens/3/permissions", tokens["Gardener-2"], []string{"1 Gardener-2 a"}},
+		{"/companies/4/gardens/4/permissions", rootToken, []string{"2 Gardener-3 u"}},
+		{"/companies/3/permissions", rootToken, nil},
+	} {
+		var perms []struct {
+			ID         uint64
+			Username   string
+			Permission string
+		}
+		getJSON(t, base+tc.path, tc.token, &perms)
+		var got []string
+		for _, x := range perms {
+			got = append(got, u(x.ID)+" "+x.Username+" "+x.Permission)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.path, got, tc.want)
+		}
+	}
+
+	// Every user who logged in now has an argon2id hash.
+	p.stop()
+	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	users, _ := st.ListUsers()
+	for _, usr := range users {
+		full, _ := st.UserByID(usr.ID)
+		if !strings.HasPrefix(full.PasswordHash, "$argon2id$") {
+			t.Errorf("%s's hash after logging in: %.20s…", usr.Username, full.PasswordHash)
+		}
+	}
+	if err := st.CheckIndexes(); err != nil {
+		t.Error(err)
+	}
+}
+
+func u(v uint64) string { return strconv.FormatUint(v, 10) }
+
+func mustInt(t *testing.T, v any) int64 {
+	t.Helper()
+	n, ok := v.(json.Number)
+	if !ok {
+		t.Fatalf("%v is not a number", v)
+	}
+	i, err := n.Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}

@@ -1,0 +1,368 @@
+package plantmap_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gardend/gardend/imagestore"
+	"github.com/gardend/gardend/server/plantmap"
+	"github.com/gardend/gardend/server/plantmap/plantmaptest"
+	"github.com/gardend/gardend/store"
+)
+
+type target struct {
+	dir    string
+	st     *store.Store
+	images *imagestore.Store
+}
+
+func newTarget(t *testing.T) *target {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := imagestore.Open(filepath.Join(dir, "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Check(); err != nil {
+			t.Errorf("bbolt check: %v", err)
+		}
+		if err := st.CheckIndexes(); err != nil {
+			t.Errorf("index check: %v", err)
+		}
+		st.Close()
+	})
+	return &target{dir: dir, st: st, images: images}
+}
+
+func (tg *target) run(t *testing.T, dump []byte, media string, dryRun bool) (*plantmap.Result, error) {
+	t.Helper()
+	return plantmap.Import(context.Background(), plantmap.Options{
+		Dump: readDump(t, dump), MediaDir: media, DryRun: dryRun, Store: tg.st, Images: tg.images,
+	})
+}
+
+func readDump(t *testing.T, dump []byte) *plantmap.Dump {
+	t.Helper()
+	d, err := plantmap.ReadDump(bytes.NewReader(dump), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (tg *target) imageFiles(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(tg.dir, "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func count(res *plantmap.Result, model string) plantmap.KindCount {
+	for _, c := range res.Counts {
+		if c.Model == model {
+			return c
+		}
+	}
+	return plantmap.KindCount{}
+}
+
+func messages(res *plantmap.Result, warning bool) []string {
+	var out []string
+	for _, p := range res.Problems {
+		if p.Warning == warning {
+			out = append(out, p.Model+" pk="+p.PK+": "+p.Message)
+		}
+	}
+	return out
+}
+
+func containsAll(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, w) }) {
+			t.Errorf("%s: no %q in\n%s", what, w, strings.Join(got, "\n"))
+		}
+	}
+}
+
+// TestImportFixtures: the original project's fixtures, as they are, come over whole
+// with their ids; the JPEG "PNG" is converted once, pixel for pixel, for the three
+// gardens that show it; a second run changes nothing. (The real sample image is
+// converted by the end-to-end test in cli, outside the race detector.)
+func TestImportFixtures(t *testing.T) {
+	tg := newTarget(t)
+	dump := plantmaptest.Encode(t, plantmaptest.Fixtures(t))
+	media, jpg := plantmaptest.SmallMedia(t)
+	res, err := tg.run(t, dump, media, false)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, strings.Join(messages(res, false), "\n"))
+	}
+	for model, want := range map[string]int{
+		plantmap.ModelUser: 5, plantmap.ModelCompany: 4, plantmap.ModelGarden: 4, plantmap.ModelBed: 11,
+		plantmap.ModelCompanyPerm: 3, plantmap.ModelGardenPerm: 2, plantmap.ModelWidget: 5,
+	} {
+		if c := count(res, model); c.InDump != want || c.New != want || !c.KeepsIDs && model != plantmap.ModelWidget {
+			t.Errorf("%s: %+v, want %d new with their ids", model, c, want)
+		}
+	}
+	if res.Coordinates != 9 || !res.Written || len(messages(res, false)) != 0 {
+		t.Errorf("coordinates %d, written %v, errors %v", res.Coordinates, res.Written, messages(res, false))
+	}
+	containsAll(t, "warnings", messages(res, true),
+		"restapi.company pk=3: the company has no admin", "restapi.company pk=4: the company has no admin",
+		"auth.user pk=1: no date_joined")
+	if len(res.Conversions) != 1 {
+		t.Fatalf("conversions %+v", res.Conversions)
+	}
+	if c := res.Conversions[0]; c.File != plantmaptest.ImageFile || c.Format != "jpeg" || c.Width != 40 || c.Height != 30 || !slices.Equal(c.Gardens, []uint64{1, 3, 4}) {
+		t.Errorf("conversion %+v", c)
+	}
+
+	// The gardens with an image each have their own PNG of the original's size.
+	for _, id := range []uint64{1, 3, 4} {
+		path, cs, err := tg.st.GardenImage(id)
+		if err != nil || len(cs) != 3 {
+			t.Fatalf("garden %d: %q %v %v", id, path, cs, err)
+		}
+		data, err := os.ReadFile(filepath.Join(tg.dir, filepath.FromSlash(path)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, h, err := imagestore.CheckPNG(data); err != nil || w != 40 || h != 30 {
+			t.Errorf("garden %d image: %d×%d %v", id, w, h, err)
+		}
+		got, err := png.Decode(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for y := 0; y < 30; y++ {
+			for x := 0; x < 40; x++ {
+				r0, g0, b0, a0 := jpg.At(x, y).RGBA()
+				r1, g1, b1, a1 := got.At(x, y).RGBA()
+				if r0>>8 != r1>>8 || g0>>8 != g1>>8 || b0>>8 != b1>>8 || a0 != a1 {
+					t.Fatalf("garden %d: pixel %d,%d is %v, the JPEG's %v", id, x, y, got.At(x, y), jpg.At(x, y))
+				}
+			}
+		}
+	}
+	if g, _ := tg.st.Garden(2); g.ImagePath != nil || g.Name != "Garden-2" || g.Company != 1 {
+		t.Errorf("garden 2: %+v", g)
+	}
+	if len(tg.imageFiles(t)) != 3 {
+		t.Errorf("image files %v", tg.imageFiles(t))
+	}
+	u, err := tg.st.UserByUsername("Admin")
+	if err != nil || u.ID != 1 || u.PasswordHash != "pbkdf2_sha256$320000$LuKlEyk1ZdbXx8ctkvF9c7$21bgLk3zi8fHBCZdTkAKQT8e0nIGe7A+gmS4zFaqzd4=" || u.SiteAdmin {
+		t.Errorf("Admin: %+v %v", u, err)
+	}
+
+	// Again: nothing new, nothing written, no image added.
+	again, err := tg.run(t, dump, media, false)
+	if err != nil || again.Written || again.Plan.HasNew() {
+		t.Fatalf("second run: %v written %v", err, again.Written)
+	}
+	if c := count(again, plantmap.ModelBed); c.Already != 11 || c.New != 0 {
+		t.Errorf("second run beds: %+v", c)
+	}
+	if n := len(tg.imageFiles(t)); n != 3 {
+		t.Errorf("%d image files after the second run", n)
+	}
+}
+
+// TestImportFullDump: a real dumpdata export holds more models and fields; the extra
+// models are counted and left out, the extra fields read (superuser, dates). A dry run
+// before writes nothing at all.
+func TestImportFullDump(t *testing.T) {
+	tg := newTarget(t)
+	dump := plantmaptest.Encode(t, plantmaptest.FullDump(t))
+	media, _ := plantmaptest.SmallMedia(t)
+	dry, err := tg.run(t, dump, media, true)
+	if err != nil || dry.Written || count(dry, plantmap.ModelUser).New != 5 {
+		t.Fatalf("dry run: %v %+v", err, dry)
+	}
+	if us, _ := tg.st.ListUsers(); len(us) != 0 || len(tg.imageFiles(t)) != 0 {
+		t.Fatalf("the dry run wrote %d users, %d images", len(us), len(tg.imageFiles(t)))
+	}
+
+	res, err := tg.run(t, dump, media, false)
+	if err != nil || !res.Written {
+		t.Fatalf("%v %v", err, messages(res, false))
+	}
+	wantSkipped := map[string]int{"contenttypes.contenttype": 2, "auth.permission": 1, "auth.group": 1, "sessions.session": 1, "admin.logentry": 1, "knox.authtoken": 2}
+	for m, n := range wantSkipped {
+		if res.SkippedModels[m] != n {
+			t.Errorf("skipped %s: %d, want %d", m, res.SkippedModels[m], n)
+		}
+	}
+	if len(res.SkippedModels) != len(wantSkipped) {
+		t.Errorf("skipped models %v", res.SkippedModels)
+	}
+	admin, _ := tg.st.UserByUsername("Admin")
+	g1, _ := tg.st.UserByUsername("Gardener-1")
+	if !admin.SiteAdmin || admin.LastLogin != nil || !admin.DateJoined.Equal(time.Date(2022, 11, 10, 9, 0, 0, 123e6, time.UTC)) {
+		t.Errorf("Admin: %+v", admin)
+	}
+	if g1.SiteAdmin || g1.LastLogin == nil || !g1.LastLogin.Equal(time.Date(2023, 2, 1, 12, 30, 45, 678e6, time.UTC)) {
+		t.Errorf("Gardener-1: %+v", g1)
+	}
+	if slices.ContainsFunc(messages(res, true), func(m string) bool { return strings.Contains(m, "date_joined") }) {
+		t.Errorf("warnings about dates the dump has: %v", messages(res, true))
+	}
+}
+
+// TestImportReportsEveryProblem: each problem is reported with the dump's model and
+// pk, all at once, and nothing is written.
+func TestImportReportsEveryProblem(t *testing.T) {
+	tg := newTarget(t)
+	entries := plantmaptest.Fixtures(t)
+	entries = append(entries,
+		plantmaptest.Entry{Model: "auth.user", PK: 6, Fields: map[string]any{"username": "admin", "first_name": "a", "last_name": "b", "email": "", "password": "md5$x$y"}},
+		plantmaptest.Entry{Model: "auth.user", PK: 7, Fields: map[string]any{"username": "bad name", "password": "!"}},
+		plantmaptest.Entry{Model: "restapi.company", PK: 5, Fields: map[string]any{"name": strings.Repeat("x", 200)}},
+		plantmaptest.Entry{Model: "restapi.company", PK: 6, Fields: map[string]any{"name": nil}},
+		plantmaptest.Entry{Model: "restapi.coordinate", PK: 10, Fields: map[string]any{"name": "bottom_right", "latitude": "95.5", "longitude": "7.6", "garden": 1}},
+		plantmaptest.Entry{Model: "restapi.coordinate", PK: 11, Fields: map[string]any{"name": "x", "latitude": 1, "longitude": 2, "garden": 77}},
+		plantmaptest.Entry{Model: "restapi.companypermission", PK: 4, Fields: map[string]any{"permission": "a", "company": 1, "user": 99}},
+		plantmaptest.Entry{Model: "restapi.gardenpermission", PK: 3, Fields: map[string]any{"permission": "x", "garden": 2, "user": 2}},
+		plantmaptest.Entry{Model: "restapi.bed", PK: 12, Fields: map[string]any{"uuid": "e1ef73b1258b475a996d2b72924c27ac", "garden": 1}},
+		plantmaptest.Entry{Model: "restapi.bed", PK: 13, Fields: map[string]any{"uuid": 42, "garden": 1}},
+		plantmaptest.Entry{Model: "restapi.sensor", PK: 1, Fields: map[string]any{"kind": "soil"}},
+	)
+	res, err := tg.run(t, plantmaptest.Encode(t, entries), "", false)
+	if !errors.Is(err, plantmap.ErrProblems) {
+		t.Fatalf("error %v", err)
+	}
+	containsAll(t, "errors", messages(res, false),
+		"restapi.garden pk=1: pass --media DIR",
+		"auth.user pk=7: username may contain only",
+		"restapi.company pk=5: name must be at most 128 characters",
+		"restapi.garden pk=1: restapi.coordinate pk=10: latitude must be between -90 and 90",
+		"restapi.coordinate pk=11: its garden 77 is not in the dump",
+		"restapi.companypermission pk=4: its user 99 is not in the import",
+		"restapi.gardenpermission pk=3: permission must be 'u' or 'a'",
+		"restapi.bed pk=12: bed 1 of the same garden has project",
+		"restapi.bed pk=13: uuid must be a string",
+	)
+	containsAll(t, "warnings", messages(res, true),
+		`auth.user pk=6: username "admin" differs from "Admin" (id 1) only in case`,
+		`auth.user pk=6: its password hash ("md5") is not one gardend verifies`,
+		`restapi.company pk=6: it has no name; imported as "Company 6"`,
+		"restapi.sensor pk=*: 1 records left out",
+	)
+	if res.Written {
+		t.Error("written despite errors")
+	}
+	if us, _ := tg.st.ListUsers(); len(us) != 0 || len(tg.imageFiles(t)) != 0 {
+		t.Errorf("a failed import wrote %d users and %d images", len(us), len(tg.imageFiles(t)))
+	}
+}
+
+// TestImportUndoesImagesWhenTheWriteFails: images written for a transaction that then
+// fails are removed; the database stays as it was.
+func TestImportUndoesImagesWhenTheWriteFails(t *testing.T) {
+	tg := newTarget(t)
+	dump := plantmaptest.Encode(t, plantmaptest.Fixtures(t))
+	failing := &failingStore{Store: tg.st}
+	media, _ := plantmaptest.SmallMedia(t)
+	res, err := plantmap.Import(context.Background(), plantmap.Options{
+		Dump: readDump(t, dump), MediaDir: media, Store: failing, Images: tg.images,
+	})
+	if err == nil || res.Written || !failing.applied {
+		t.Fatalf("import over a failing write: %v", err)
+	}
+	if files := tg.imageFiles(t); len(files) != 0 {
+		t.Errorf("images left behind: %v", files)
+	}
+	if us, _ := tg.st.ListUsers(); len(us) != 0 {
+		t.Errorf("%d users written", len(us))
+	}
+}
+
+// failingStore plans with the real store and fails the write.
+type failingStore struct {
+	*store.Store
+	applied bool
+}
+
+func (f *failingStore) ApplyImport(store.Import, store.ImportPlan, map[uint64]string) (store.ImportPlan, error) {
+	f.applied = true
+	return store.ImportPlan{}, errors.New("disk full")
+}
+
+func TestReadDumpRefusesWhatIsNotADump(t *testing.T) {
+	for _, tc := range []struct{ name, dump, want string }{
+		{"empty", "", "the file is empty"},
+		{"object", `{"model": "auth.user"}`, "must be a JSON array"},
+		{"truncated", `[{"model": "auth.user", "pk": 1, "fields": {"username": "a"`, "ends in the middle"},
+		{"no model", `[{"pk": 1, "fields": {}}]`, "entry 0 has no \"model\""},
+		{"no fields", `[{"model": "restapi.company", "pk": 1}]`, "has no \"fields\" object"},
+		{"trailing", `[] []`, "something follows"},
+		{"not json", `[{"model": "auth.user", "pk": 1, "fields": {]`, "entry 0"},
+	} {
+		_, err := plantmap.ReadDump(strings.NewReader(tc.dump), nil)
+		if !errors.Is(err, plantmap.ErrDump) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	d, err := plantmap.ReadDump(strings.NewReader(`[{"model": "sessions.session", "pk": "x", "fields": {"a": 1}}]`), nil)
+	if err != nil || d.Skipped["sessions.session"] != 1 || len(d.Records) != 0 {
+		t.Errorf("skipped model: %+v %v", d, err)
+	}
+}
+
+// TestNaturalKeysAndDjangoSpellings: a dump made with --natural-foreign names users by
+// their username; coordinates whose name is their pk, string numbers and zone-less
+// timestamps are read as Django wrote them.
+func TestNaturalKeysAndDjangoSpellings(t *testing.T) {
+	tg := newTarget(t)
+	dump := `[
+ {"model": "auth.user", "pk": 1, "fields": {"username": "ana", "first_name": "", "last_name": "", "email": null, "password": "!", "date_joined": "2021-05-06T07:08:09.5", "is_active": false}},
+ {"model": "auth.user", "pk": 2, "fields": {"username": "ben", "first_name": "B", "last_name": "B", "email": "b@x.de", "password": "pbkdf2_sha256$1000$s$h", "date_joined": "2021-05-06 07:08:09+02:00", "is_active": false}},
+ {"model": "restapi.company", "pk": 1, "fields": {"name": "c"}},
+ {"model": "restapi.garden", "pk": 1, "fields": {"name": "g", "company": 1, "image_path": null}},
+ {"model": "restapi.coordinate", "pk": "top_left", "fields": {"latitude": 1, "longitude": 2, "garden": 1}},
+ {"model": "restapi.companypermission", "pk": 1, "fields": {"permission": "a", "company": 1, "user": ["ana"]}},
+ {"model": "restapi.widget", "pk": 1, "fields": {"user": ["ben"], "data": "[\"weather\"]"}}
+]`
+	res, err := tg.run(t, []byte(dump), "", false)
+	if err != nil {
+		t.Fatalf("%v %v", err, messages(res, false))
+	}
+	containsAll(t, "warnings", messages(res, true),
+		"restapi.garden pk=1: it has no image: its 1 coordinates are left out",
+		"auth.user pk=2: inactive in PlantMap")
+	ana, _ := tg.st.UserByUsername("ana")
+	ben, _ := tg.st.UserByUsername("ben")
+	if !ana.DateJoined.Equal(time.Date(2021, 5, 6, 7, 8, 9, 5e8, time.UTC)) || ana.PasswordHash != "!" {
+		t.Errorf("ana: %+v", ana)
+	}
+	if !ben.DateJoined.Equal(time.Date(2021, 5, 6, 5, 8, 9, 0, time.UTC)) || ben.PasswordHash != "!pbkdf2_sha256$1000$s$h" {
+		t.Errorf("ben: %+v", ben)
+	}
+	perms, _ := tg.st.CompanyPermissions(1)
+	if len(perms) != 1 || perms[0].Username != "ana" {
+		t.Errorf("permissions %+v", perms)
+	}
+	if w, _ := tg.st.Widgets(ben.ID); string(w) != `"[\"weather\"]"` {
+		t.Errorf("widgets %s", w)
+	}
+}
