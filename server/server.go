@@ -154,7 +154,7 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	st, err := store.Open(filepath.Join(cfg.DataDir, store.FileName), store.Options{Now: cfg.Now})
+	st, fresh, err := openStore(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -174,12 +174,9 @@ func New(cfg Config) (*Server, error) {
 		logins:    newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, loginLimitKeys, cfg.Now),
 		tlsConfig: tlsConfig,
 	}
-	if err := s.sweepImages(); err != nil {
+	if err := s.sweep(fresh); err != nil {
 		st.Close()
-		return nil, fmt.Errorf("sweep images: %w", err)
-	}
-	if err := s.sweepPointClouds(); err != nil {
-		s.log.Warn().Err(err).Msg("sweep point-cloud files")
+		return nil, err
 	}
 	if err := s.openSpatial(); err != nil {
 		s.Close()
