@@ -184,7 +184,7 @@ func decodeAdminResponse(resp *http.Response, out any) error {
 			Errors map[string]string `json:"errors"`
 		}
 		if json.Unmarshal(data, &p) == nil && p.Detail != "" {
-			return errors.New(p.Detail)
+			return errors.New(printable(p.Detail))
 		}
 		return fmt.Errorf("admin socket answered %s", resp.Status)
 	}

@@ -103,10 +103,10 @@ func (o *restoreOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	out := cmd.OutOrStdout()
 	for _, x := range m.Missing {
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was missing when the backup was made (%s)\n", x.Path, x.Reason)
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was missing when the backup was made (%s)\n", printable(x.Path), printable(x.Reason))
 	}
 	fmt.Fprintf(out, "restored %s into %s: %s (%s)\n", args[0], dir, formatSize(m.TotalBytes()), describeEntries(m))
-	fmt.Fprintf(out, "backup made %s by gardend %s, schema %d\n", m.Created.Format(time.RFC3339), m.GardendVersion, m.SchemaVersion)
+	fmt.Fprintf(out, "backup made %s by gardend %s, schema %d\n", m.Created.Format(time.RFC3339), printable(m.GardendVersion), m.SchemaVersion)
 	return nil
 }
 
