@@ -237,6 +237,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.clouds != nil {
 		bg.Go(func() { s.clouds.run(ctx) })
 	}
+	if s.spatial != nil {
+		bg.Go(func() { s.probeSpatial(ctx) })
+	}
 
 	hs := s.newHTTPServer(ctx, s.handler)
 	s.mu.Lock()

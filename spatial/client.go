@@ -97,6 +97,7 @@ type Client struct {
 	cache  *ttlCache     // nil when disabled
 	flight flightGroup
 
+	closed                atomic.Bool
 	inFlight, maxInFlight atomic.Int64
 	cacheHits, collapsed  atomic.Int64
 	callsMu               sync.Mutex
@@ -159,8 +160,12 @@ func Dial(cfg ClientConfig, log zerolog.Logger) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the connection; calls in flight fail.
-func (c *Client) Close() error { return c.conn.Close() }
+// Close closes the connection; calls in flight fail (and are not logged as failures
+// of the server).
+func (c *Client) Close() error {
+	c.closed.Store(true)
+	return c.conn.Close()
+}
 
 // Stats returns a snapshot of the client's counters.
 func (c *Client) Stats() ClientStats {
