@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -55,9 +56,24 @@ type ClientConfig struct {
 	// about 70 calls, so without retrying a server failing 1% of calls fails half the
 	// beds). Each attempt has its own CallTimeout. Default 2; 1 disables retrying.
 	Attempts int
+	// ReconnectMaxDelay caps the wait between attempts to reconnect to a server that
+	// went away (starting at 1 s, growing 1.6 times per failed attempt, ±20 %): after
+	// an outage, beds answer again at most about this long after the server is back.
+	// gRPC's own cap is 120 s. Default DefaultReconnectMaxDelay.
+	ReconnectMaxDelay time.Duration
 	// Now is the clock for cache expiry. Default time.Now.
 	Now func() time.Time
 }
+
+// DefaultReconnectMaxDelay: a spatial server back from an outage is used again within
+// about 3.6 s (the cap plus jitter); a server that stays down costs one connection
+// attempt per 3 s.
+const DefaultReconnectMaxDelay = 3 * time.Second
+
+// connectTimeout bounds one connection attempt (TCP, TLS, HTTP/2 handshake): a
+// blackholed address is given up after it and tried again after the backoff. gRPC's
+// own is 20 s; 10 s still leaves room for a TLS handshake over a slow uplink.
+const connectTimeout = 10 * time.Second
 
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.CallTimeout <= 0 {
@@ -80,6 +96,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	}
 	if c.Attempts <= 0 {
 		c.Attempts = 2
+	}
+	if c.ReconnectMaxDelay <= 0 {
+		c.ReconnectMaxDelay = DefaultReconnectMaxDelay
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -143,6 +162,15 @@ func Dial(cfg ClientConfig, log zerolog.Logger) (*Client, error) {
 	conn, err := grpc.NewClient(cfg.Addr,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxRecvBytes)),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{
+				BaseDelay:  min(cfg.ReconnectMaxDelay, backoff.DefaultConfig.BaseDelay),
+				Multiplier: backoff.DefaultConfig.Multiplier,
+				Jitter:     backoff.DefaultConfig.Jitter,
+				MaxDelay:   min(cfg.ReconnectMaxDelay, backoff.DefaultConfig.MaxDelay),
+			},
+			MinConnectTimeout: connectTimeout,
+		}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("spatial: client for %s: %w", cfg.Addr, err)
