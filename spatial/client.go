@@ -41,7 +41,8 @@ type ClientConfig struct {
 	// about 100 MiB need far longer than a small call. Default 2m.
 	CloudTimeout time.Duration
 	// MaxInFlight caps the calls in flight over the whole client. Default
-	// DefaultMaxInFlight.
+	// DefaultMaxInFlight. Calls wait for a slot in turns per Caller.Share (garden), and
+	// one share holds at most seven eighths of them.
 	MaxInFlight int
 	// CacheTTL is how long answers (project details, measurements, instances, classes,
 	// transforms) are kept. Default 30s; CacheDisabled (any negative value) turns the
@@ -112,8 +113,8 @@ type Client struct {
 	cfg    ClientConfig
 	log    zerolog.Logger
 	conn   *grpc.ClientConn
-	sem    chan struct{} // a slot per call in flight
-	cache  *ttlCache     // nil when disabled
+	slots  *slots    // MaxInFlight, shared fairly between gardens
+	cache  *ttlCache // nil when disabled
 	flight flightGroup
 
 	closed                atomic.Bool
@@ -179,7 +180,7 @@ func Dial(cfg ClientConfig, log zerolog.Logger) (*Client, error) {
 		cfg:   cfg,
 		log:   log.With().Str("component", "spatial").Logger(),
 		conn:  conn,
-		sem:   make(chan struct{}, cfg.MaxInFlight),
+		slots: newSlots(cfg.MaxInFlight),
 		calls: map[string]int64{},
 	}
 	if cfg.CacheTTL > 0 {

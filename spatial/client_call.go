@@ -158,15 +158,14 @@ func pause(ctx context.Context, d time.Duration) bool {
 
 // invokeOnce makes one attempt; queued reports that it failed waiting for a slot.
 func (c *Client) invokeOnce(ctx context.Context, method string, timeout time.Duration, req, resp proto.Message) (queued bool, err error) {
+	share := callerOf(ctx).Share
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
-	select {
-	case c.sem <- struct{}{}:
-		cancel()
-	case <-wctx.Done():
-		cancel()
-		return true, wctx.Err()
+	err = c.slots.acquire(wctx, share)
+	cancel()
+	if err != nil {
+		return true, err
 	}
-	defer func() { <-c.sem }()
+	defer c.slots.release(share)
 	n := c.inFlight.Add(1)
 	defer c.inFlight.Add(-1)
 	// Raise the maximum to n unless another call raised it further meanwhile.
