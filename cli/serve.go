@@ -29,6 +29,7 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	demo            bool
 	demoLatency     time.Duration
+	maxBeds         int
 	spatial         spatialOptions
 	field           fieldOptions
 }
@@ -59,6 +60,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to wait for in-flight requests on shutdown")
 	f.BoolVar(&o.demo, "demo", false, "run a demo spatial server in-process, seed a demo account, company, garden and beds, and print the credentials")
 	f.DurationVar(&o.demoLatency, "demo-latency", 0, "latency added to every call of the demo spatial server (e.g. 30ms, as a real one)")
+	f.IntVar(&o.maxBeds, "max-beds-per-garden", server.DefaultMaxBedsPerGarden, "most beds POST …/beds lets one garden have (400 beyond; gardens with more keep them; 0: no limit)")
 	o.spatial.addFlags(f)
 	o.field.addFlags(f)
 	return cmd
@@ -75,21 +77,25 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	if err := o.spatial.validate(); err != nil {
 		return err
 	}
+	if o.maxBeds < 0 {
+		return fmt.Errorf("--max-beds-per-garden %d: use 0 (no limit) or more", o.maxBeds)
+	}
 	cfg := server.Config{
-		DataDir:         o.global.dataDir,
-		Addr:            o.addr,
-		TokenTTL:        o.tokenTTL,
-		CORSOrigins:     o.corsOrigins,
-		MaxBodyBytes:    o.maxBody,
-		MaxImageBytes:   o.maxImage,
-		TrustProxy:      o.trustProxy,
-		ShutdownTimeout: o.shutdownTimeout,
-		AdminSocket:     true,
-		Demo:            o.demo,
-		DemoLatency:     o.demoLatency,
-		Spatial:         o.spatial.clientConfig(),
-		Clouds:          o.spatial.cloudConfig(),
-		Logger:          log,
+		DataDir:          o.global.dataDir,
+		Addr:             o.addr,
+		TokenTTL:         o.tokenTTL,
+		CORSOrigins:      o.corsOrigins,
+		MaxBodyBytes:     o.maxBody,
+		MaxImageBytes:    o.maxImage,
+		TrustProxy:       o.trustProxy,
+		ShutdownTimeout:  o.shutdownTimeout,
+		AdminSocket:      true,
+		Demo:             o.demo,
+		DemoLatency:      o.demoLatency,
+		Spatial:          o.spatial.clientConfig(),
+		Clouds:           o.spatial.cloudConfig(),
+		MaxBedsPerGarden: noLimitIfZero(o.maxBeds),
+		Logger:           log,
 	}
 	o.field.apply(&cfg)
 	srv, err := server.New(cfg)
@@ -135,4 +141,13 @@ func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// noLimitIfZero maps a flag's "0: no limit" to Config's negative value (where 0 takes
+// the default).
+func noLimitIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

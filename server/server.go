@@ -54,6 +54,10 @@ type Config struct {
 	Spatial spatial.ClientConfig
 	// Clouds tunes the background point-cloud downloads.
 	Clouds CloudConfig
+	// MaxBedsPerGarden is the most beds POST …/beds lets a garden have: every bed
+	// costs about 70 spatial calls per cold listing. 0 takes DefaultMaxBedsPerGarden; a
+	// negative value means no limit. Gardens that have more keep them.
+	MaxBedsPerGarden int
 	// Field hardening (httpserver.go, ratelimit.go); zero values take the defaults.
 	// LoginFailLimit failed logins per LoginFailWindow, per username and per address.
 	LoginFailLimit  int
@@ -79,6 +83,9 @@ const (
 	DefaultTokenTTL      = 10 * time.Hour
 	DefaultMaxBodyBytes  = 1 << 20
 	DefaultMaxImageBytes = 64 << 20
+	// DefaultMaxBedsPerGarden: far above a farm's beds (the seed has 6), far below the
+	// thousands of made-up beds that let one tenant slow every other's listings.
+	DefaultMaxBedsPerGarden = 500
 )
 
 func (c *Config) setDefaults() {
@@ -108,6 +115,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.MaxBedsPerGarden == 0 {
+		c.MaxBedsPerGarden = DefaultMaxBedsPerGarden
 	}
 	c.Clouds.setDefaults()
 	c.setFieldDefaults()
