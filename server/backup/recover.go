@@ -307,83 +307,79 @@ func (m *mover) state() (State, error) {
 	return in.State, nil
 }
 
-// forward takes the steps from Unpacked (or any later state) to the backup's data in
-// place with no leftovers.
-func (m *mover) forward() error {
+// walk re-reads the state and takes step in it until no leftover of the restore is
+// left.
+func (m *mover) walk(step func(State) error) error {
 	for {
 		st, err := m.state()
-		if err != nil {
+		if err != nil || st == 0 {
 			return err
 		}
-		switch st {
-		case 0:
-			return nil
-		case Unpacked:
-			err = m.mkdir(m.path(savingPrefix))
-		case MovingAside:
-			err = m.moveAll(m.dir, m.path(savingPrefix))
-			if err == nil {
-				err = m.rename(m.path(savingPrefix), m.path(oldPrefix))
-			}
-		case MovingIn:
-			err = m.moveAll(m.path(newPrefix), m.dir)
-			if err == nil {
-				err = m.remove(m.path(newPrefix))
-			}
-		case Replaced:
-			err = m.rename(m.path(oldPrefix), m.path(trashPrefix))
-		case Deleting:
-			err = m.removeAll(m.path(trashPrefix))
-		default:
-			return fmt.Errorf("%w: %s (%s)", ErrCannotResume, m.dir, st)
-		}
-		if err != nil {
+		if err := step(st); err != nil {
 			return err
 		}
 	}
 }
 
+// forward takes the steps from Unpacked (or any later state) to the backup's data in
+// place with no leftovers.
+func (m *mover) forward() error {
+	return m.walk(func(st State) error {
+		switch st {
+		case Unpacked:
+			return m.mkdir(m.path(savingPrefix))
+		case MovingAside:
+			if err := m.moveAll(m.dir, m.path(savingPrefix)); err != nil {
+				return err
+			}
+			return m.rename(m.path(savingPrefix), m.path(oldPrefix))
+		case MovingIn:
+			if err := m.moveAll(m.path(newPrefix), m.dir); err != nil {
+				return err
+			}
+			return m.remove(m.path(newPrefix))
+		case Replaced:
+			return m.rename(m.path(oldPrefix), m.path(trashPrefix))
+		case Deleting:
+			return m.removeAll(m.path(trashPrefix))
+		}
+		return fmt.Errorf("%w: %s (%s)", ErrCannotResume, m.dir, st)
+	})
+}
+
 // backward takes the steps from any state back to the data from before in place with
 // no leftovers.
 func (m *mover) backward() error {
-	for {
-		st, err := m.state()
-		if err != nil {
-			return err
-		}
+	return m.walk(func(st State) error {
 		switch st {
-		case 0:
-			return nil
 		case Unpacking:
-			err = m.removeAll(m.path(stagingPrefix))
+			return m.removeAll(m.path(stagingPrefix))
 		case Unpacked:
-			err = m.rename(m.path(newPrefix), m.path(trashPrefix))
+			return m.rename(m.path(newPrefix), m.path(trashPrefix))
 		case MovingAside:
-			err = m.moveAll(m.path(savingPrefix), m.dir)
-			if err == nil {
-				err = m.remove(m.path(savingPrefix))
+			if err := m.moveAll(m.path(savingPrefix), m.dir); err != nil {
+				return err
 			}
+			return m.remove(m.path(savingPrefix))
 		case MovingIn:
-			err = m.moveAll(m.dir, m.path(newPrefix))
-			if err == nil {
-				err = m.rename(m.path(newPrefix), m.path(trashPrefix))
+			if err := m.moveAll(m.dir, m.path(newPrefix)); err != nil {
+				return err
 			}
+			return m.rename(m.path(newPrefix), m.path(trashPrefix))
 		case Replaced:
 			// An empty .restore-new-X beside .restore-old-X is MovingIn with all of
 			// the backup's data in the directory: from there it goes back as above.
-			err = m.mkdir(m.path(newPrefix))
+			return m.mkdir(m.path(newPrefix))
 		case RollingBack:
-			err = m.moveAll(m.path(oldPrefix), m.dir)
-			if err == nil {
-				err = m.remove(m.path(oldPrefix))
+			if err := m.moveAll(m.path(oldPrefix), m.dir); err != nil {
+				return err
 			}
+			return m.remove(m.path(oldPrefix))
 		case Deleting:
-			err = m.removeAll(m.path(trashPrefix))
+			return m.removeAll(m.path(trashPrefix))
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return fmt.Errorf("restore: cannot roll back from state %s", st)
+	})
 }
 
 func (m *mover) step(what string) error {
