@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -57,4 +58,28 @@ func isPlain(s string) bool {
 func unsafeRune(r rune) bool {
 	return unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) ||
 		unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r)
+}
+
+// jsonForTerminal escapes, as \uXXXX, what encoding/json leaves raw but a terminal may
+// act on: DEL, C1 controls, bidi overrides and other invisible format characters, line
+// and paragraph separators. The JSON means the same; it can be printed safely.
+func jsonForTerminal(data []byte) []byte {
+	if isPlain(string(data)) {
+		return data
+	}
+	out := make([]byte, 0, len(data)+16)
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r >= 0x7f && unsafeRune(r) {
+			if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+				out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+			} else {
+				out = fmt.Appendf(out, `\u%04x`, r)
+			}
+		} else {
+			out = append(out, data[i:i+size]...)
+		}
+		i += size
+	}
+	return out
 }

@@ -1,6 +1,9 @@
 package cli
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestPrintable(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
@@ -39,4 +42,16 @@ func FuzzPrintable(f *testing.F) {
 			t.Fatalf("printable(%q) left it unescaped", s)
 		}
 	})
+}
+
+func TestJSONForTerminal(t *testing.T) {
+	in := []byte(`{"name":"a\u001b` + "\u202e\u009b\x7f\U000e0001ü" + `"}`)
+	out := jsonForTerminal(in)
+	if want := `{"name":"a\u001b\u202e\u009b\u007f\udb40\udc01ü"}`; string(out) != want {
+		t.Fatalf("got %s, want %s", out, want)
+	}
+	var a, b map[string]string
+	if json.Unmarshal(in, &a) != nil || json.Unmarshal(out, &b) != nil || a["name"] != b["name"] {
+		t.Fatalf("meaning changed: %q vs %q", a, b)
+	}
 }

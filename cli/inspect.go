@@ -145,9 +145,12 @@ func (o *inspectOptions) run(cmd *cobra.Command, view inspectView) error {
 	}
 	out := cmd.OutOrStdout()
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(append(jsonForTerminal(data), '\n'))
+		return err
 	}
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	view.table(tw, res)

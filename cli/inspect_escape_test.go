@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,19 @@ func TestTablesEscapeHostileNames(t *testing.T) {
 		}
 		if view != "permissions" && !strings.Contains(out, `Eve\x1b[2J\x1b[31m\r\n99\tforged\troot\u202e\u009b`+"\uFFFD") {
 			t.Errorf("inspect %s does not show the name escaped:\n%s", view, out)
+		}
+		// JSON, escaped beyond what encoding/json does, still means the same.
+		js, err := run(t, "", "inspect", view, "--json", "--data", dir)
+		if err != nil {
+			t.Fatalf("inspect %s --json: %v", view, err)
+		}
+		checkTerminalSafe(t, "inspect "+view+" --json", js)
+		if view != "permissions" && view != "queue" && !strings.Contains(js, `\u202e\u009b`) {
+			t.Errorf("inspect %s --json:\n%s", view, js)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(js), &v); err != nil {
+			t.Errorf("inspect %s --json is not JSON: %v", view, err)
 		}
 	}
 
