@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/store"
 )
 
@@ -22,6 +23,9 @@ import (
 // one, else in-process on the database. It never waits more than about a second for a
 // lock and never fails silently.
 func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
+	if err := backup.CheckIdle(dataDir); err != nil {
+		return err
+	}
 	body, err := json.Marshal(args)
 	if err != nil {
 		return err
@@ -63,6 +67,9 @@ func streamAdmin(ctx context.Context, dataDir, op string, args any, w io.Writer)
 // streamAdminWith is streamAdmin where the in-process Admin first gets what the
 // operation needs from prepare (when not nil), which returns its clean-up.
 func streamAdminWith(ctx context.Context, dataDir, op string, args any, prepare func(*server.Admin) (func(), error), w io.Writer) error {
+	if err := backup.CheckIdle(dataDir); err != nil {
+		return err
+	}
 	body, err := json.Marshal(args)
 	if err != nil {
 		return err
@@ -118,9 +125,14 @@ func viaSocket(ctx context.Context, dataDir, op string, body []byte) (resp *http
 }
 
 // openAdmin opens the database itself (no server answers on the socket) for an
-// in-process admin operation; closeDB closes it.
+// in-process admin operation; closeDB closes it. Like serve, it never opens a
+// database while a restore is pending or running (backup.Guard).
 func openAdmin(dataDir string) (admin *server.Admin, closeDB func() error, err error) {
-	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
+	var st *store.Store
+	err = backup.Guard(dataDir, func() (err error) {
+		st, err = store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
 			return nil, nil, fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, server.AdminSocketPath(dataDir))
@@ -173,7 +185,7 @@ func decodeAdminResponse(resp *http.Response, out any) error {
 			Errors map[string]string `json:"errors"`
 		}
 		if json.Unmarshal(data, &p) == nil && p.Detail != "" {
-			return errors.New(p.Detail)
+			return errors.New(printable(p.Detail))
 		}
 		return fmt.Errorf("admin socket answered %s", resp.Status)
 	}
@@ -183,8 +195,12 @@ func decodeAdminResponse(resp *http.Response, out any) error {
 	return json.Unmarshal(data, out)
 }
 
-// requireDatabase refuses to create an empty database just to inspect it.
+// requireDatabase refuses to create an empty database just to inspect it, and a
+// data directory a restore left half-way (its database may be moved aside).
 func requireDatabase(dataDir string) error {
+	if err := backup.CheckIdle(dataDir); err != nil {
+		return err
+	}
 	path := filepath.Join(dataDir, store.FileName)
 	_, err := os.Stat(path)
 	switch {

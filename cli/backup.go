@@ -128,10 +128,10 @@ func (o *backupOptions) write(cmd *cobra.Command, out io.Writer) (*backup.Manife
 
 func printBackupSummary(out, warn io.Writer, target string, m *backup.Manifest, archiveBytes int64) {
 	for _, x := range m.Missing {
-		fmt.Fprintf(warn, "warning: %s was deleted during the backup (%s); the restored database may still refer to it\n", x.Path, x.Reason)
+		fmt.Fprintf(warn, "warning: %s was deleted during the backup (%s); the restored database may still refer to it\n", printable(x.Path), printable(x.Reason))
 	}
 	for _, x := range m.Skipped {
-		fmt.Fprintf(warn, "warning: %s left out: %s\n", x.Path, x.Reason)
+		fmt.Fprintf(warn, "warning: %s left out: %s\n", printable(x.Path), printable(x.Reason))
 	}
 	fmt.Fprintf(out, "wrote %s: %s (%s) from %s, schema %d\n", target, formatSize(archiveBytes), describeEntries(m), m.Created.Format("2006-01-02T15:04:05Z07:00"), m.SchemaVersion)
 }
@@ -171,7 +171,8 @@ func describeEntries(m *backup.Manifest) string {
 		if g.files == 1 {
 			noun = "file"
 		}
-		parts = append(parts, fmt.Sprintf("%s %d %s, %s", g.name, g.files, noun, formatSize(g.bytes)))
+		// Top-level names come from the data directory or an archive.
+		parts = append(parts, fmt.Sprintf("%s %d %s, %s", printable(g.name), g.files, noun, formatSize(g.bytes)))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -269,7 +269,21 @@ func newDatabase(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.CreateUser(store.NewUser{Username: "root", FirstName: "R", LastName: "T", PasswordHash: "not-a-hash"}); err != nil {
+	u, err := st.CreateUser(store.NewUser{Username: "root", FirstName: "R", LastName: "T", PasswordHash: "not-a-hash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bed of project 7 keeps the stand-in clouds under pointclouds/7 referenced, so
+	// serve's start-up sweep (which deletes clouds no bed refers to) leaves them.
+	c, err := st.CreateCompany(u.ID, "Farm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := st.CreateGarden(c.ID, "Garden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateBed(g.ID, "7", "Bed"); err != nil {
 		t.Fatal(err)
 	}
 }

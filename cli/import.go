@@ -12,8 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -225,7 +223,7 @@ func printImport(w io.Writer, res *plantmap.Result, dryRun bool) {
 	for _, c := range res.Counts {
 		kp := res.Plan.Kinds[c.Kind]
 		for _, key := range sortedKeys(kp.Skipped) {
-			fmt.Fprintf(w, "skipped %s pk=%d: %s\n", c.Model, key, printable(kp.Skipped[key]))
+			fmt.Fprintf(w, "skipped %s pk=%d: %s\n", printable(c.Model), key, printable(kp.Skipped[key]))
 		}
 	}
 	for _, c := range res.Counts {
@@ -291,23 +289,6 @@ func pkLess(a, b string) bool {
 		return x < y
 	}
 	return a < b
-}
-
-// printable escapes what could steer a terminal or fake a line: control characters,
-// bidirectional overrides and invalid UTF-8 become Go escapes.
-func printable(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\ufffd"):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsControl(r), unicode.Is(unicode.Bidi_Control, r), r == '\u2028' || r == '\u2029':
-			b.WriteString(strings.Trim(strconv.QuoteRune(r), "'"))
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // stageBar draws the import's progress on a terminal: `dump [#####     ] 52%  12.3 MiB`,

@@ -120,7 +120,7 @@ func TestImportPlantMapRefusals(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 	wantLines(t, out, "error    restapi.garden pk=1: its image file goeoentueuegs_ibbenbueren.png is not in", "error    restapi.company pk=9: name must be at most 128 characters",
-		"error    restapi.bed pk=40: uuid must be", `evil\x1b]0;title\a.png`, `evil\x1b[2J\r\nerror`)
+		"error    restapi.bed pk=40: uuid must be", `evil\x1b]0;title\x07.png`, `evil\x1b[2J\r\nerror`)
 	if strings.ContainsAny(out, "\x1b\r\a\u202e") || strings.Contains(out, "\nerror    auth.user pk=1: forged") {
 		t.Errorf("the dump's text reached the terminal unescaped:\n%q", out)
 	}

@@ -19,6 +19,7 @@ type inspectOptions struct {
 }
 
 // inspectView is one `gardend inspect <name>`: an admin operation and a table printer.
+// Every string from the database goes through printable: names are user input.
 type inspectView struct {
 	name, short string
 	op          string
@@ -37,7 +38,7 @@ func inspectViews() []inspectView {
 					if u.LastLogin != nil {
 						last = stamp(*u.LastLogin)
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s %s\t%s\t%v\t%s\t%s\n", u.ID, u.Username, u.FirstName, u.LastName, u.Email, u.SiteAdmin, stamp(u.DateJoined), last)
+					fmt.Fprintf(tw, "%d\t%s\t%s %s\t%s\t%v\t%s\t%s\n", u.ID, printable(u.Username), printable(u.FirstName), printable(u.LastName), printable(u.Email), u.SiteAdmin, stamp(u.DateJoined), last)
 				}
 			}},
 		{name: "tokens", short: "List login tokens (digest prefixes only)", op: "inspect.tokens",
@@ -45,7 +46,7 @@ func inspectViews() []inspectView {
 			table: func(tw io.Writer, v any) {
 				fmt.Fprintln(tw, "DIGEST\tUSER\tCREATED\tEXPIRES")
 				for _, t := range *v.(*[]store.Token) {
-					fmt.Fprintf(tw, "%s…\t%d\t%s\t%s\n", t.Prefix, t.UserID, stamp(t.Created), stamp(t.Expiry))
+					fmt.Fprintf(tw, "%s…\t%d\t%s\t%s\n", printable(t.Prefix), t.UserID, stamp(t.Created), stamp(t.Expiry))
 				}
 			}},
 		{name: "companies", short: "List companies", op: "inspect.companies",
@@ -53,7 +54,7 @@ func inspectViews() []inspectView {
 			table: func(tw io.Writer, v any) {
 				fmt.Fprintln(tw, "ID\tNAME")
 				for _, c := range *v.(*[]store.Company) {
-					fmt.Fprintf(tw, "%d\t%s\n", c.ID, c.Name)
+					fmt.Fprintf(tw, "%d\t%s\n", c.ID, printable(c.Name))
 				}
 			}},
 		{name: "gardens", short: "List gardens of every company", op: "inspect.gardens",
@@ -65,7 +66,7 @@ func inspectViews() []inspectView {
 					if g.ImagePath != nil {
 						image = *g.ImagePath
 					}
-					fmt.Fprintf(tw, "%d\t%d\t%s\t%s\n", g.ID, g.Company, g.Name, image)
+					fmt.Fprintf(tw, "%d\t%d\t%s\t%s\n", g.ID, g.Company, printable(g.Name), printable(image))
 				}
 			}},
 		{name: "permissions", short: "List company and garden permissions", op: "inspect.permissions",
@@ -74,10 +75,10 @@ func inspectViews() []inspectView {
 				list := v.(*store.PermissionList)
 				fmt.Fprintln(tw, "ON\tID\tUSER\tPERMISSION")
 				for _, p := range list.Company {
-					fmt.Fprintf(tw, "company %d\t%d\t%s\t%s\n", p.Company, p.ID, p.Username, p.Level)
+					fmt.Fprintf(tw, "company %d\t%d\t%s\t%s\n", p.Company, p.ID, printable(p.Username), printable(string(p.Level)))
 				}
 				for _, p := range list.Garden {
-					fmt.Fprintf(tw, "garden %d\t%d\t%s\t%s\n", p.Garden, p.ID, p.Username, p.Level)
+					fmt.Fprintf(tw, "garden %d\t%d\t%s\t%s\n", p.Garden, p.ID, printable(p.Username), printable(string(p.Level)))
 				}
 			}},
 		{name: "stats", short: "Show database size and record counts", op: "inspect.stats",
@@ -87,7 +88,7 @@ func inspectViews() []inspectView {
 				fmt.Fprintf(tw, "schema version\t%d\n", st.SchemaVersion)
 				fmt.Fprintf(tw, "file size\t%s bytes\n", strconv.FormatInt(st.FileBytes, 10))
 				for _, b := range st.Buckets {
-					fmt.Fprintf(tw, "%s\t%d\n", b.Name, b.Keys)
+					fmt.Fprintf(tw, "%s\t%d\n", printable(b.Name), b.Keys)
 				}
 			}},
 		{name: "beds", short: "List beds with their plant positions and queued downloads", op: "inspect.beds",
@@ -95,7 +96,7 @@ func inspectViews() []inspectView {
 			table: func(tw io.Writer, v any) {
 				fmt.Fprintln(tw, "ID\tGARDEN\tPROJECT\tNAME\tPOSITIONS\tNO POSITION\tQUEUED\tFAILED")
 				for _, b := range *v.(*[]store.BedStatus) {
-					fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\n", b.ID, b.Garden, b.UUID, b.Name, b.Positions, b.NoPosition, b.Queued, b.Failed)
+					fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\n", b.ID, b.Garden, printable(b.UUID), printable(b.Name), b.Positions, b.NoPosition, b.Queued, b.Failed)
 				}
 			}},
 		{name: "queue", short: "List queued point-cloud downloads (failed ones included)", op: "inspect.queue",
@@ -107,7 +108,7 @@ func inspectViews() []inspectView {
 					if j.Failed {
 						state, next = "failed", "-"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", j.Project, j.Cloud, state, j.Attempts, next, j.LastError)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", printable(j.Project), printable(j.Cloud), state, j.Attempts, next, printable(j.LastError))
 				}
 			}},
 	}
@@ -144,9 +145,12 @@ func (o *inspectOptions) run(cmd *cobra.Command, view inspectView) error {
 	}
 	out := cmd.OutOrStdout()
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(append(jsonForTerminal(data), '\n'))
+		return err
 	}
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	view.table(tw, res)

@@ -75,7 +75,7 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("unexpected answer %q: %w", line, err)
 		}
 		if p.Error != "" && !p.Final {
-			bar.note("warning: " + p.Error)
+			bar.note("warning: " + printable(p.Error))
 			return nil
 		}
 		last = p
@@ -91,7 +91,7 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 		return errors.New("the sync ended without its final report")
 	}
 	if last.Error != "" {
-		return errors.New(last.Error)
+		return errors.New(printable(last.Error))
 	}
 	out := cmd.OutOrStdout()
 	switch {

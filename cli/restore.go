@@ -15,14 +15,16 @@ import (
 )
 
 type restoreOptions struct {
-	global *globalOptions
-	force  bool
+	global   *globalOptions
+	force    bool
+	resume   bool
+	rollback bool
 }
 
 func newRestoreCommand(g *globalOptions) *cobra.Command {
 	o := &restoreOptions{global: g}
 	cmd := &cobra.Command{
-		Use:   "restore FILE --data DIR",
+		Use:   "restore {FILE | --resume | --rollback} --data DIR",
 		Short: "Replace a data directory with the contents of a backup archive",
 		Long: `Restore a backup written by gardend backup (or GET /admin/backup) from FILE ("-" for
 standard input) into the data directory DIR. Stop gardend serve on DIR first: restore
@@ -32,16 +34,38 @@ DIR must be empty or missing unless --force is given. Before anything in DIR cha
 the whole archive is unpacked into DIR/.restore-tmp-X and checked: the manifest, every
 entry's size and SHA-256, safe paths, and the database's consistency and schema
 version (not newer than this gardend). Only then are DIR's old contents moved aside,
-the new ones moved in and synced, and the old ones deleted.
+the new ones moved in and synced, and the old ones deleted. A failure while they move
+puts the old contents back.
 
 ` + backup.RecoveryHelp,
 		Example: `  gardend restore /mnt/usb/gardend-20261122T080000Z.tar --data /var/lib/gardend --force
-  ssh backup-host 'cat gardend.tar' | gardend restore - --data /var/lib/gardend`,
-		Args: cobra.ExactArgs(1),
+  ssh backup-host 'cat gardend.tar' | gardend restore - --data /var/lib/gardend
+  gardend restore --resume --data /var/lib/gardend     # after a power cut during a restore`,
+		Args: o.args,
 		RunE: o.run,
 	}
-	cmd.Flags().BoolVar(&o.force, "force", false, "replace the contents of a data directory that is not empty")
+	f := cmd.Flags()
+	f.BoolVar(&o.force, "force", false, "replace the contents of a data directory that is not empty")
+	f.BoolVar(&o.resume, "resume", false, "finish a restore that was cut off (the data directory ends up with the backup's data)")
+	f.BoolVar(&o.rollback, "rollback", false, "undo a restore that was cut off (the data directory ends up with the data from before)")
+	cmd.MarkFlagsMutuallyExclusive("resume", "rollback")
+	cmd.MarkFlagsMutuallyExclusive("resume", "force")
+	cmd.MarkFlagsMutuallyExclusive("rollback", "force")
 	return cmd
+}
+
+// args takes FILE, or nothing with --resume or --rollback.
+func (o *restoreOptions) args(cmd *cobra.Command, args []string) error {
+	if o.resume || o.rollback {
+		if len(args) > 0 {
+			return errors.New("--resume and --rollback take no FILE: they go on from what the cut-off restore left in --data DIR")
+		}
+		return nil
+	}
+	if len(args) != 1 {
+		return errors.New("restore needs one FILE (\"-\" for standard input), or --resume or --rollback to deal with a restore that was cut off")
+	}
+	return nil
 }
 
 func (o *restoreOptions) run(cmd *cobra.Command, args []string) error {
@@ -50,6 +74,13 @@ func (o *restoreOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	dir := o.global.dataDir
 	if err := checkNotServing(dir); err != nil {
+		return err
+	}
+	if o.resume || o.rollback {
+		return o.recover(cmd, dir)
+	}
+	// Said before the archive is read; Restore checks again under its lock.
+	if err := backup.CheckIdle(dir); err != nil {
 		return err
 	}
 	var in io.Reader = cmd.InOrStdin()
@@ -72,10 +103,34 @@ func (o *restoreOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	out := cmd.OutOrStdout()
 	for _, x := range m.Missing {
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was missing when the backup was made (%s)\n", x.Path, x.Reason)
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was missing when the backup was made (%s)\n", printable(x.Path), printable(x.Reason))
 	}
 	fmt.Fprintf(out, "restored %s into %s: %s (%s)\n", args[0], dir, formatSize(m.TotalBytes()), describeEntries(m))
-	fmt.Fprintf(out, "backup made %s by gardend %s, schema %d\n", m.Created.Format(time.RFC3339), m.GardendVersion, m.SchemaVersion)
+	fmt.Fprintf(out, "backup made %s by gardend %s, schema %d\n", m.Created.Format(time.RFC3339), printable(m.GardendVersion), m.SchemaVersion)
+	return nil
+}
+
+// recover finishes or undoes a restore that was cut off in dir.
+func (o *restoreOptions) recover(cmd *cobra.Command, dir string) error {
+	op, verb := backup.Resume, "finished"
+	if o.rollback {
+		op, verb = backup.Rollback, "rolled back"
+	}
+	in, err := op(dir, backup.RecoverOptions{BeforeChange: func() error { return checkNotServing(dir) }})
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	switch {
+	case in == nil:
+		fmt.Fprintf(out, "no restore to finish or undo in %s\n", dir)
+	case in.State == backup.Deleting:
+		fmt.Fprintf(out, "the restore %s in %s had gone through; deleted the copy it had given up\n", in.ID, dir)
+	case o.rollback:
+		fmt.Fprintf(out, "%s the restore %s (it was %s): %s holds the data from before it\n", verb, in.ID, in.State, dir)
+	default:
+		fmt.Fprintf(out, "%s the restore %s (it was %s): %s holds the backup's data\n", verb, in.ID, in.State, dir)
+	}
 	return nil
 }
 

@@ -28,6 +28,7 @@ type serveOptions struct {
 	demoLatency     time.Duration
 	metricsAddr     string
 	compatLineGap   time.Duration
+	maxBeds         int
 	spatial         spatialOptions
 	field           fieldOptions
 }
@@ -60,6 +61,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.DurationVar(&o.demoLatency, "demo-latency", 0, "latency added to every call of the demo spatial server (e.g. 30ms, as a real one)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (GET /metrics) on this address of its own, e.g. 127.0.0.1:9464 (default: only on the admin socket)")
 	f.DurationVar(&o.compatLineGap, "compat-line-gap", 0, "wait this long between lines of the beds stream, for PlantMap web clients that cannot be updated (e.g. 200ms; see docs/migrating.md)")
+	f.IntVar(&o.maxBeds, "max-beds-per-garden", server.DefaultMaxBedsPerGarden, "most beds POST …/beds lets one garden have (400 beyond; gardens with more keep them; 0: no limit)")
 	o.spatial.addFlags(f)
 	o.field.addFlags(f)
 	markConfig(f) // every serve flag is configuration (config.go)
@@ -80,24 +82,28 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	if err := server.CheckCompatLineGap(o.compatLineGap); err != nil {
 		return err
 	}
+	if o.maxBeds < 0 {
+		return fmt.Errorf("--max-beds-per-garden %d: use 0 (no limit) or more", o.maxBeds)
+	}
 	cfg := server.Config{
-		DataDir:         o.global.dataDir,
-		Addr:            o.addr,
-		TokenTTL:        o.tokenTTL,
-		CORSOrigins:     o.corsOrigins,
-		MaxBodyBytes:    o.maxBody,
-		MaxImageBytes:   o.maxImage,
-		TrustProxy:      o.trustProxy,
-		ShutdownTimeout: o.shutdownTimeout,
-		AdminSocket:     true,
-		Demo:            o.demo,
-		DemoLatency:     o.demoLatency,
-		CompatLineGap:   o.compatLineGap,
-		Spatial:         o.spatial.clientConfig(),
-		Clouds:          o.spatial.cloudConfig(),
-		Logger:          log,
-		Build:           buildInfo(),
-		MetricsAddr:     o.metricsAddr,
+		DataDir:          o.global.dataDir,
+		Addr:             o.addr,
+		TokenTTL:         o.tokenTTL,
+		CORSOrigins:      o.corsOrigins,
+		MaxBodyBytes:     o.maxBody,
+		MaxImageBytes:    o.maxImage,
+		TrustProxy:       o.trustProxy,
+		ShutdownTimeout:  o.shutdownTimeout,
+		AdminSocket:      true,
+		Demo:             o.demo,
+		DemoLatency:      o.demoLatency,
+		CompatLineGap:    o.compatLineGap,
+		Spatial:          o.spatial.clientConfig(),
+		Clouds:           o.spatial.cloudConfig(),
+		Logger:           log,
+		Build:            buildInfo(),
+		MetricsAddr:      o.metricsAddr,
+		MaxBedsPerGarden: noLimitIfZero(o.maxBeds),
 	}
 	o.field.apply(&cfg)
 	srv, err := server.New(cfg)
@@ -140,4 +146,13 @@ func appGardenPath(api string) string {
 		return ""
 	}
 	return "/" + strings.Replace(rest, "/gardens/", "/g/", 1)
+}
+
+// noLimitIfZero maps a flag's "0: no limit" to Config's negative value (where 0 takes
+// the default).
+func noLimitIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -57,7 +57,8 @@ func TestAdminBackupEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Entries) != 2 || m.Entries[1].Path != "images/abc.png" || m.SchemaVersion != store.SchemaVersion() {
+	// .gardend-id travels with the files it claims for the database.
+	if len(m.Entries) != 3 || m.Entries[1].Path != server.DataIDFile || m.Entries[2].Path != "images/abc.png" || m.SchemaVersion != store.SchemaVersion() {
 		t.Fatalf("manifest %+v", m)
 	}
 

@@ -1,7 +1,11 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+
+	"github.com/gardend/gardend/store"
 )
 
 // Beds are registered here; listing them with their plants needs the spatial data
@@ -31,7 +35,12 @@ func (s *Server) handleCreateBed(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	b, err := s.store.CreateBed(g.ID, req.UUID, req.Name)
+	b, err := s.store.CreateBedUpTo(g.ID, req.UUID, req.Name, max(s.cfg.MaxBedsPerGarden, 0))
+	if errors.Is(err, store.ErrTooManyBeds) {
+		err = &apiError{status: http.StatusBadRequest, detail: fmt.Sprintf(
+			"garden %d has %d beds, the most a garden may have here: remove a bed first, or ask the operator to raise gardend serve --max-beds-per-garden",
+			g.ID, s.cfg.MaxBedsPerGarden)}
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

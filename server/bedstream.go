@@ -48,12 +48,12 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 	now := s.cfg.Now()
 	var line []byte
 	written := 0
-	for res := range s.spatial.Beds(r.Context(), uuids) {
+	for res := range s.spatial.Beds(s.spatialContext(r, g.ID), uuids) {
 		b := beds[res.Index]
 		url := plantsURL + idText(b.ID) + "/plants"
 		v := bedJSON{ID: b.ID, Plants: url}
 		if res.Err != nil {
-			v.Error = res.Err.Error()
+			v.Error = s.bedErrorText(r, b.ID, res.Err)
 		} else if coords, bedJobs, err := s.clouds.plantCoords(res.Bed, false); err != nil {
 			s.log.Error().Err(err).Str("request_id", requestID(r)).Uint64("bed_id", b.ID).Msg("read plant positions")
 			v.Error = "could not read the stored plant positions; the server log has the details"

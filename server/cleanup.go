@@ -2,10 +2,146 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/store"
 )
+
+// openStore opens the data directory's database unless a restore is pending or
+// running there (backup.Guard): on a half-restored directory it would open, or
+// create, a database that does not match the files beside it, and the start-up sweeps
+// would then delete files the restore still needs. fresh reports that the database
+// file did not exist before.
+func openStore(cfg Config, observeTx func(write bool, d time.Duration)) (st *store.Store, fresh bool, err error) {
+	path := filepath.Join(cfg.DataDir, store.FileName)
+	err = backup.Guard(cfg.DataDir, func() error {
+		_, statErr := os.Stat(path)
+		fresh = errors.Is(statErr, fs.ErrNotExist)
+		st, err = store.Open(path, store.Options{Now: cfg.Now, ObserveTx: observeTx})
+		return err
+	})
+	return st, fresh, err
+}
+
+// DataIDFile, in the data directory, names the database whose files (images/,
+// pointclouds/) lie beside it: store.DataID. The start-up sweeps delete files no record
+// refers to only when it names the open database; backups and restores carry it with
+// the files.
+const DataIDFile = ".gardend-id"
+
+// sweep runs the start-up sweeps, before serving, when the files beside the database
+// are its own (ownsFiles); otherwise it leaves every file alone and says why.
+func (s *Server) sweep(freshDB bool) error {
+	owned, why, err := s.ownsFiles(freshDB)
+	if err != nil {
+		return fmt.Errorf("data directory identity: %w", err)
+	}
+	if !owned {
+		s.log.Warn().Str("data", s.cfg.DataDir).Msg(why + "; the start-up sweep leaves every image and point-cloud file alone")
+		return nil
+	}
+	if err := s.sweepImages(); err != nil {
+		return fmt.Errorf("sweep images: %w", err)
+	}
+	if err := s.sweepPointClouds(); err != nil {
+		s.log.Warn().Err(err).Msg("sweep point-cloud files")
+	}
+	return nil
+}
+
+// ownsFiles decides whether the files beside the database are its own, so that a
+// file none of its records refers to is a crash's leftover and may be deleted. Files
+// of another generation of the data (beside a database moved away, lost, or put in by
+// hand) are not: a database that never referred to them cannot tell which are needed.
+//
+//   - DataIDFile names the database: its own.
+//   - DataIDFile names another database: not its own.
+//   - no DataIDFile, and the database is new: its own when there are no files yet (the
+//     file is written now); otherwise the files are another generation's, and stay so.
+//   - no DataIDFile, and the database has just been given its id: a data directory of
+//     a gardend from before DataIDFile existed: its own (the file is written now).
+//   - no DataIDFile otherwise: the database never claimed the files: not its own.
+func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
+	id, created, err := s.store.DataID()
+	if err != nil {
+		return false, "", err
+	}
+	path := filepath.Join(s.cfg.DataDir, DataIDFile)
+	marker, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, "", err
+	}
+	claimed := strings.TrimSpace(string(marker))
+	switch {
+	case claimed == id:
+		return true, "", nil
+	case claimed != "":
+		return false, fmt.Sprintf("%s names database %s, but %s is database %s: the files beside it are another database's", DataIDFile, oneLine(claimed), store.FileName, id), nil
+	case freshDB:
+		if n := s.countDataFiles(); n > 0 {
+			return false, fmt.Sprintf("the database is new, but the data directory already holds %d image or point-cloud files of another: delete them by hand if they are not needed", n), nil
+		}
+	case !created:
+		return false, fmt.Sprintf("%s is missing: the database never claimed the files beside it; if they are its own, write %s into %s", DataIDFile, id, path), nil
+	}
+	if err := writeFileSynced(path, []byte(id+"\n")); err != nil {
+		return false, "", err
+	}
+	return true, "", nil
+}
+
+// countDataFiles counts the regular files under images/ and pointclouds/.
+func (s *Server) countDataFiles() int {
+	n := 0
+	for _, sub := range []string{ImageDirName, PointCloudDirName} {
+		filepath.WalkDir(filepath.Join(s.cfg.DataDir, sub), func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				n++
+			}
+			return nil
+		})
+	}
+	return n
+}
+
+// writeFileSynced replaces path with data through a synced temporary file and a
+// rename, then syncs the directory: after a crash path holds all of data or its old
+// content.
+func writeFileSynced(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
 
 // afterRemove cleans up outside the database once a deletion (or an image
 // replacement) has committed: it deletes the image files now unreferenced, and the

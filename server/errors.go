@@ -102,10 +102,14 @@ func problemFor(err error) problem {
 		return newProblem(http.StatusNotFound, "the garden's image file is missing", nil)
 	case errors.Is(err, errNoSpatial):
 		return newProblem(http.StatusServiceUnavailable, errNoSpatial.Error()+": start gardend serve with --spatial HOST:PORT, or try --demo", nil)
-	// The spatial client's messages name the call and the uuids, never the server's
-	// address: they can be shown.
-	case errors.As(err, &callErr), errors.Is(err, spatial.ErrUnavailable), errors.Is(err, spatial.ErrNotFound):
+	// A CallError's message is fixed per gRPC status and names the call and the
+	// project, never the server's address or its own words (the client logs those).
+	case errors.As(err, &callErr):
 		return newProblem(http.StatusBadGateway, err.Error(), nil)
+	case errors.Is(err, spatial.ErrUnavailable):
+		return newProblem(http.StatusBadGateway, spatial.ErrUnavailable.Error(), nil)
+	case errors.Is(err, spatial.ErrNotFound):
+		return newProblem(http.StatusBadGateway, spatial.ErrNotFound.Error(), nil)
 	}
 	return newProblem(http.StatusInternalServerError, "", nil)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/spatial/cloud"
 	"github.com/gardend/gardend/store"
 )
@@ -107,8 +108,10 @@ func (s *Server) sweepPointClouds() error {
 	if err != nil {
 		return err
 	}
-	if pending, err := restorePending(s.cfg.DataDir); err != nil || pending != "" {
-		s.log.Warn().Err(err).Str("restore", pending).Msg("a restore is pending in the data directory; point-cloud files are not swept")
+	// New opens the store only when no restore is pending (openStore); this guards
+	// against one begun since.
+	if in, err := backup.Inspect(s.cfg.DataDir); err != nil || in != nil {
+		s.log.Warn().Err(err).Msg("a restore is pending in the data directory; point-cloud files are not swept")
 		return nil
 	}
 	keep, err := s.referencedProjects()
@@ -164,19 +167,4 @@ func (s *Server) referencedProjects() (map[string]bool, error) {
 		keep[j.Project] = true
 	}
 	return keep, nil
-}
-
-// restorePending names a restore's directory (.restore-*, see backup.RecoveryHelp) in
-// dataDir, or is "" when there is none.
-func restorePending(dataDir string) (string, error) {
-	entries, err := os.ReadDir(dataDir)
-	if err != nil {
-		return "", err
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".restore-") {
-			return e.Name(), nil
-		}
-	}
-	return "", nil
 }

@@ -15,7 +15,7 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	bed, err := s.spatial.Bed(r.Context(), b.UUID)
+	bed, err := s.spatial.Bed(s.spatialContext(r, b.Garden), b.UUID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

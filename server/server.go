@@ -62,6 +62,10 @@ type Config struct {
 	// network read as one JSON document (compatgap.go); 0 (the default) sends each
 	// line as soon as it is ready.
 	CompatLineGap time.Duration
+	// MaxBedsPerGarden is the most beds POST …/beds lets a garden have: every bed
+	// costs about 70 spatial calls per cold listing. 0 takes DefaultMaxBedsPerGarden; a
+	// negative value means no limit. Gardens that have more keep them.
+	MaxBedsPerGarden int
 	// Field hardening (httpserver.go, ratelimit.go); zero values take the defaults.
 	// LoginFailLimit failed logins per LoginFailWindow, per username and per address.
 	LoginFailLimit  int
@@ -92,6 +96,9 @@ const (
 	DefaultTokenTTL      = 10 * time.Hour
 	DefaultMaxBodyBytes  = 1 << 20
 	DefaultMaxImageBytes = 64 << 20
+	// DefaultMaxBedsPerGarden: far above a farm's beds (the seed has 6), far below the
+	// thousands of made-up beds that let one tenant slow every other's listings.
+	DefaultMaxBedsPerGarden = 500
 )
 
 func (c *Config) setDefaults() {
@@ -127,6 +134,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SignedURLTTL <= 0 {
 		c.SignedURLTTL = DefaultSignedURLTTL
+	}
+	if c.MaxBedsPerGarden == 0 {
+		c.MaxBedsPerGarden = DefaultMaxBedsPerGarden
 	}
 	c.Clouds.setDefaults()
 	c.setFieldDefaults()
@@ -184,7 +194,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	m := metrics.New(metrics.Build{Version: cfg.Build.Version, Revision: cfg.Build.Revision, Go: cfg.Build.Go})
-	st, err := store.Open(filepath.Join(cfg.DataDir, store.FileName), store.Options{Now: cfg.Now, ObserveTx: m.ObserveTx})
+	st, fresh, err := openStore(cfg, m.ObserveTx)
 	if err != nil {
 		return nil, err
 	}
@@ -216,12 +226,9 @@ func New(cfg Config) (*Server, error) {
 		tlsConfig: tlsConfig,
 		signer:    urlSigner{key: urlKey, now: cfg.Now, ttl: cfg.SignedURLTTL},
 	}
-	if err := s.sweepImages(); err != nil {
+	if err := s.sweep(fresh); err != nil {
 		st.Close()
-		return nil, fmt.Errorf("sweep images: %w", err)
-	}
-	if err := s.sweepPointClouds(); err != nil {
-		s.log.Warn().Err(err).Msg("sweep point-cloud files")
+		return nil, err
 	}
 	s.cfg.Spatial.ObserveCall = m.ObserveSpatialCall
 	if err := s.openSpatial(); err != nil {
@@ -294,6 +301,9 @@ func (s *Server) Run(ctx context.Context) error {
 	bg.Go(func() { s.sweepTokens(ctx) })
 	if s.clouds != nil {
 		bg.Go(func() { s.clouds.run(ctx) })
+	}
+	if s.spatial != nil {
+		bg.Go(func() { s.probeSpatial(ctx) })
 	}
 
 	hs := s.newHTTPServer(ctx, s.handler)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"time"
 
@@ -88,6 +89,7 @@ func (s *Server) openSpatial() error {
 	if err != nil {
 		return err
 	}
+	s.log.Info().Str("spatial", c.Addr()).Bool("tls", s.cfg.Spatial.TLS).Msg("spatial data server")
 	s.spatial = c
 	s.clouds = newCloudPool(s.store, c, filepath.Join(s.cfg.DataDir, PointCloudDirName), s.cfg.Clouds, s.cfg.Now, s.log)
 	return nil
@@ -117,4 +119,45 @@ func (s *Server) WaitCloudsIdle(ctx context.Context) error {
 		return errNoSpatial
 	}
 	return s.clouds.waitIdle(ctx)
+}
+
+// spatialProbeTimeout bounds the start-up check that the spatial server can be reached.
+const spatialProbeTimeout = 5 * time.Second
+
+// probeSpatial checks once, at start, that the spatial server can be reached, and
+// warns when it cannot: beds and plants answer 502 until it can. It only logs.
+func (s *Server) probeSpatial(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, spatialProbeTimeout)
+	defer cancel()
+	if err := s.spatial.Probe(ctx); err != nil {
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+			return // shutting down
+		}
+		s.log.Warn().Str("spatial", s.spatial.Addr()).Err(err).
+			Msg("the spatial data server cannot be reached; beds and plants answer 502 until it can")
+		return
+	}
+	s.log.Info().Str("spatial", s.spatial.Addr()).Msg("spatial data server reachable")
+}
+
+// spatialContext is r's context with what the spatial client knows of the caller: the
+// request id for its log lines, and the garden whose share of the call slots the
+// request's calls draw from (one garden's listing cannot starve another's).
+func (s *Server) spatialContext(r *http.Request, gardenID uint64) context.Context {
+	return spatial.WithCaller(r.Context(), spatial.Caller{RequestID: requestID(r), Share: "garden " + idText(gardenID)})
+}
+
+// bedErrorText is what a client learns of a bed the spatial server could not answer
+// for: a CallError's fixed text, never the server's own words. Anything else is
+// logged and answered with a generic text.
+func (s *Server) bedErrorText(r *http.Request, bedID uint64, err error) string {
+	var ce *spatial.CallError
+	switch {
+	case errors.As(err, &ce):
+		return ce.Error()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "the request ended before the bed was read"
+	}
+	s.log.Error().Err(err).Str("request_id", requestID(r)).Uint64("bed_id", bedID).Msg("read bed")
+	return "could not read the bed; the server log has the details"
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -40,7 +41,8 @@ type ClientConfig struct {
 	// about 100 MiB need far longer than a small call. Default 2m.
 	CloudTimeout time.Duration
 	// MaxInFlight caps the calls in flight over the whole client. Default
-	// DefaultMaxInFlight.
+	// DefaultMaxInFlight. Calls wait for a slot in turns per Caller.Share (garden), and
+	// one share holds at most seven eighths of them.
 	MaxInFlight int
 	// CacheTTL is how long answers (project details, measurements, instances, classes,
 	// transforms) are kept. Default 30s; CacheDisabled (any negative value) turns the
@@ -55,6 +57,11 @@ type ClientConfig struct {
 	// about 70 calls, so without retrying a server failing 1% of calls fails half the
 	// beds). Each attempt has its own CallTimeout. Default 2; 1 disables retrying.
 	Attempts int
+	// ReconnectMaxDelay caps the wait between attempts to reconnect to a server that
+	// went away (starting at 1 s, growing 1.6 times per failed attempt, ±20 %): after
+	// an outage, beds answer again at most about this long after the server is back.
+	// gRPC's own cap is 120 s. Default DefaultReconnectMaxDelay.
+	ReconnectMaxDelay time.Duration
 	// Now is the clock for cache expiry. Default time.Now.
 	Now func() time.Time
 	// ObserveCall, when set, is told of every RPC sent (each attempt): its full
@@ -62,6 +69,16 @@ type ClientConfig struct {
 	// (metrics).
 	ObserveCall func(method, code string, d time.Duration)
 }
+
+// DefaultReconnectMaxDelay: a spatial server back from an outage is used again within
+// about 3.6 s (the cap plus jitter); a server that stays down costs one connection
+// attempt per 3 s.
+const DefaultReconnectMaxDelay = 3 * time.Second
+
+// connectTimeout bounds one connection attempt (TCP, TLS, HTTP/2 handshake): a
+// blackholed address is given up after it and tried again after the backoff. gRPC's
+// own is 20 s; 10 s still leaves room for a TLS handshake over a slow uplink.
+const connectTimeout = 10 * time.Second
 
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.CallTimeout <= 0 {
@@ -85,6 +102,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	if c.Attempts <= 0 {
 		c.Attempts = 2
 	}
+	if c.ReconnectMaxDelay <= 0 {
+		c.ReconnectMaxDelay = DefaultReconnectMaxDelay
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -97,10 +117,11 @@ type Client struct {
 	cfg    ClientConfig
 	log    zerolog.Logger
 	conn   *grpc.ClientConn
-	sem    chan struct{} // a slot per call in flight
-	cache  *ttlCache     // nil when disabled
+	slots  *slots    // MaxInFlight, shared fairly between gardens
+	cache  *ttlCache // nil when disabled
 	flight flightGroup
 
+	closed                atomic.Bool
 	inFlight, maxInFlight atomic.Int64
 	cacheHits, collapsed  atomic.Int64
 	callsMu               sync.Mutex
@@ -146,6 +167,15 @@ func Dial(cfg ClientConfig, log zerolog.Logger) (*Client, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxRecvBytes)),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{
+				BaseDelay:  min(cfg.ReconnectMaxDelay, backoff.DefaultConfig.BaseDelay),
+				Multiplier: backoff.DefaultConfig.Multiplier,
+				Jitter:     backoff.DefaultConfig.Jitter,
+				MaxDelay:   min(cfg.ReconnectMaxDelay, backoff.DefaultConfig.MaxDelay),
+			},
+			MinConnectTimeout: connectTimeout,
+		}),
 	}
 	if cfg.ObserveCall != nil {
 		opts = append(opts, grpc.WithUnaryInterceptor(observeCalls(cfg.ObserveCall)))
@@ -158,7 +188,7 @@ func Dial(cfg ClientConfig, log zerolog.Logger) (*Client, error) {
 		cfg:   cfg,
 		log:   log.With().Str("component", "spatial").Logger(),
 		conn:  conn,
-		sem:   make(chan struct{}, cfg.MaxInFlight),
+		slots: newSlots(cfg.MaxInFlight),
 		calls: map[string]int64{},
 	}
 	if cfg.CacheTTL > 0 {
@@ -167,8 +197,12 @@ func Dial(cfg ClientConfig, log zerolog.Logger) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the connection; calls in flight fail.
-func (c *Client) Close() error { return c.conn.Close() }
+// Close closes the connection; calls in flight fail (and are not logged as failures
+// of the server).
+func (c *Client) Close() error {
+	c.closed.Store(true)
+	return c.conn.Close()
+}
 
 // Stats returns a snapshot of the client's counters.
 func (c *Client) Stats() ClientStats {

@@ -3,6 +3,7 @@ package spatial_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"slices"
@@ -297,9 +298,10 @@ func TestBedFailsFast(t *testing.T) {
 	srv.ResetStats()
 	start := time.Now()
 	_, err := c.Bed(context.Background(), b.ProjectUUID)
-	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "GetClass") ||
-		!strings.Contains(err.Error(), "class table corrupt") || errors.Is(err, spatial.ErrUnavailable) {
-		t.Fatalf("err %v, want the class failure", err)
+	var ce *spatial.CallError
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "GetClass") || !errors.As(err, &ce) ||
+		ce.Upstream() != "class table corrupt" || strings.Contains(err.Error(), "corrupt") || errors.Is(err, spatial.ErrUnavailable) {
+		t.Fatalf("err %v, want the class failure (its cause for the log only)", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("took %v", d)
@@ -314,4 +316,29 @@ func TestBedFailsFast(t *testing.T) {
 		t.Errorf("no call cancelled: %+v", st)
 	}
 	settleGoroutines(t, base)
+}
+
+// A garden of hundreds of beds is read a window of beds at a time, in order: not
+// hundreds of goroutines and detail calls at once.
+func TestBedsReadsAWindowOfBedsAtOnce(t *testing.T) {
+	srv := startDemo(t, dataset(1), demo.ServerOptions{})
+	srv.SetHook(func(string, string) (time.Duration, error) { return 20 * time.Millisecond, nil })
+	c := dial(t, srv.Addr(), spatial.ClientConfig{})
+	uuids := make([]string, 300)
+	for i := range uuids {
+		uuids[i] = fmt.Sprintf("made-up-%03d", i)
+	}
+	n := 0
+	for r := range c.Beds(context.Background(), uuids) {
+		if r.Index != n || !errors.Is(r.Err, spatial.ErrNotFound) {
+			t.Fatalf("result %d: %+v", n, r)
+		}
+		n++
+	}
+	if n != len(uuids) {
+		t.Fatalf("%d results", n)
+	}
+	if got := srv.Stats().MaxInFlight; got > 64 || got < 32 {
+		t.Errorf("%d detail calls at once, want a window of 64", got)
+	}
 }

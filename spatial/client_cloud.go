@@ -14,7 +14,7 @@ import (
 // deadline is CloudTimeout, not CallTimeout.
 func (c *Client) PointCloud(ctx context.Context, projectUUID, cloudUUID string) (cloud.PointCloud, error) {
 	var pc seerep.PointCloud2
-	err := c.invoke(ctx, seerep.PointCloudService_GetPointCloud2ByUUID_FullMethodName,
+	err := c.invoke(ctx, seerep.PointCloudService_GetPointCloud2ByUUID_FullMethodName, projectUUID,
 		"point cloud "+cloudUUID+" of project "+projectUUID, c.cfg.CloudTimeout,
 		&seerep.GeometryQuery{Projectuuid: projectUUID, Geometryuuid: cloudUUID}, &pc)
 	if err != nil {

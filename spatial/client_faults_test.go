@@ -353,9 +353,21 @@ func TestClientFaults(t *testing.T) {
 			if errors.Is(err, spatial.ErrUnavailable) != tt.unavailable {
 				t.Errorf("errors.Is(err, ErrUnavailable) = %v, want %v", !tt.unavailable, tt.unavailable)
 			}
+			// The message users see names the call and the project; the rest (what was
+			// asked for, the server's own words) is for the log.
+			detail := err.Error()
+			if ce != nil {
+				detail = ce.Method + " " + ce.Target + " | " + err.Error() + " | " + ce.Code.String() + ": " + ce.Upstream()
+				if !strings.Contains(err.Error(), "of project "+project) {
+					t.Errorf("message %q does not name the project", err)
+				}
+				if up := ce.Upstream(); up != "" && strings.Contains(err.Error(), up) {
+					t.Errorf("message %q passes on the server's own words %q", err, up)
+				}
+			}
 			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("message %q does not say %q", err, w)
+				if !strings.Contains(detail, w) {
+					t.Errorf("%q does not say %q", detail, w)
 				}
 			}
 			if strings.Contains(err.Error(), addr) {

@@ -20,8 +20,8 @@ type Project struct {
 // expect a project created a moment ago to be there.
 func (c *Client) Projects(ctx context.Context) ([]Project, error) {
 	var infos seerep.ProjectInfos
-	if err := c.invoke(ctx, seerep.MetaOperations_GetProjects_FullMethodName, "of the server",
-		c.cfg.CallTimeout, &emptypb.Empty{}, &infos); err != nil {
+	if err := c.invoke(ctx, seerep.MetaOperations_GetProjects_FullMethodName, "",
+		"the project list", c.cfg.CallTimeout, &emptypb.Empty{}, &infos); err != nil {
 		return nil, err
 	}
 	out := make([]Project, 0, len(infos.GetProjects()))

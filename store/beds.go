@@ -58,9 +58,20 @@ func bedUUIDKey(uuid string, gardenID uint64) []byte {
 	return append(k, itob(gardenID)...)
 }
 
+// ErrTooManyBeds: the garden already has the most beds CreateBedUpTo allows. It is
+// ErrInvalid under errors.Is.
+var ErrTooManyBeds = fmt.Errorf("%w: the garden has as many beds as it may have", ErrInvalid)
+
 // CreateBed registers the project uuid as a bed of the garden. The same uuid twice in
 // one garden is ErrConflict.
 func (s *Store) CreateBed(gardenID uint64, uuid, name string) (Bed, error) {
+	return s.CreateBedUpTo(gardenID, uuid, name, 0)
+}
+
+// CreateBedUpTo is CreateBed for a garden that may have at most maxBeds beds (0: no
+// limit): one more is ErrTooManyBeds, checked in the same transaction as the insert.
+// A garden that has more already keeps them.
+func (s *Store) CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (Bed, error) {
 	b := Bed{Garden: gardenID, UUID: uuid, Name: name}
 	if err := b.Validate(); err != nil {
 		return Bed{}, err
@@ -72,6 +83,11 @@ func (s *Store) CreateBed(gardenID uint64, uuid, name string) (Bed, error) {
 		byUUID := tx.Bucket(bucketBedUUIDs)
 		if byUUID.Get(bedUUIDKey(uuid, gardenID)) != nil {
 			return fmt.Errorf("%w: garden %d already has a bed with uuid %s", ErrConflict, gardenID, uuid)
+		}
+		if maxBeds > 0 {
+			if n := len(idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID))); n >= maxBeds {
+				return fmt.Errorf("%w (garden %d has %d, at most %d)", ErrTooManyBeds, gardenID, n, maxBeds)
+			}
 		}
 		beds := tx.Bucket(bucketBeds)
 		id, err := beds.NextSequence()

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -75,5 +76,38 @@ func TestBeds(t *testing.T) {
 	// The uuid is free again in g.
 	if _, err := st.CreateBed(g.ID, uuidA, ""); err != nil {
 		t.Errorf("re-adding a removed uuid: %v", err)
+	}
+}
+
+func TestCreateBedUpTo(t *testing.T) {
+	st := mustOpenStore(t)
+	alice := mustUser(t, st, "alice")
+	c := mustCompany(t, st, alice, "c")
+	g := mustGarden(t, st, c, "g")
+	other := mustGarden(t, st, c, "other")
+	uuid := func(i int) string { return fmt.Sprintf("3fa85f64-5717-4562-b3fc-%012d", i) }
+	for i := range 3 {
+		if _, err := st.CreateBedUpTo(g.ID, uuid(i), "", 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := st.CreateBedUpTo(g.ID, uuid(3), "", 3)
+	wantErr(t, err, store.ErrTooManyBeds)
+	wantErr(t, err, store.ErrInvalid)
+	if !strings.Contains(err.Error(), "has 3, at most 3") {
+		t.Errorf("message %q", err)
+	}
+	// Per garden; a garden already over a lowered limit keeps its beds and gets no more.
+	if _, err := st.CreateBedUpTo(other.ID, uuid(0), "", 3); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.CreateBedUpTo(g.ID, uuid(3), "", 2)
+	wantErr(t, err, store.ErrTooManyBeds)
+	if beds, _ := st.BedsOfGarden(g.ID); len(beds) != 3 {
+		t.Fatalf("%d beds", len(beds))
+	}
+	// Without a limit (the operator's `gardend beds add`).
+	if _, err := st.CreateBed(g.ID, uuid(3), ""); err != nil {
+		t.Fatal(err)
 	}
 }

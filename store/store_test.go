@@ -291,3 +291,28 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestDataIDIsMadeOnceAndKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), store.FileName)
+	st, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, created, err := st.DataID()
+	if err != nil || !created || len(id) != 32 {
+		t.Fatalf("first: %q %v %v", id, created, err)
+	}
+	again, created, err := st.DataID()
+	if err != nil || created || again != id {
+		t.Fatalf("second: %q %v %v", again, created, err)
+	}
+	st.Close()
+	st, err = store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if reopened, created, err := st.DataID(); err != nil || created || reopened != id {
+		t.Fatalf("reopened: %q %v %v", reopened, created, err)
+	}
+}

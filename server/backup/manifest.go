@@ -51,6 +51,8 @@ var (
 	ErrNotEmpty = errors.New("data directory is not empty")
 	// ErrInterrupted: the target holds what an interrupted restore left behind.
 	ErrInterrupted = errors.New("data directory holds an interrupted restore")
+	// ErrBusy: a restore, resume or rollback is running on the directory.
+	ErrBusy = errors.New("a restore is running on the data directory")
 	// ErrBadDatabase: the database in the archive fails its own check.
 	ErrBadDatabase = errors.New("the database in the backup is damaged")
 )

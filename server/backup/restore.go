@@ -28,23 +28,30 @@ const (
 
 // RecoveryHelp tells an operator how to finish or undo a restore that was cut off
 // (power cut, kill) from what it left in the data directory DIR.
-const RecoveryHelp = `If a restore is cut off (power cut, kill), DIR holds the state it reached, each
-entered by an atomic rename; X is one restore's id:
+const RecoveryHelp = `If a restore is cut off (power cut, kill, full disk), DIR keeps the state it reached,
+each entered by an atomic rename, and every command that opens DIR (serve included)
+refuses to start until it is resolved, naming what to run:
 
-  .restore-tmp-X     unpacking was cut off; DIR still holds the old data.
-                     Delete .restore-tmp-X.
-  .restore-new-X     (alone) the new data was complete, the old data untouched in DIR.
-                     Delete .restore-new-X; then run restore again if need be.
-  .restore-saving-X  with .restore-new-X: the old data was being moved aside. The old
-                     data is DIR plus .restore-saving-X: move everything in
-                     .restore-saving-X back into DIR and delete .restore-new-X.
-  .restore-old-X     with .restore-new-X: the old data is complete in .restore-old-X,
-                     the new data is .restore-new-X plus DIR. Move everything in
-                     .restore-new-X into DIR and delete it (new data), or delete DIR's
-                     other entries and move .restore-old-X's back (old data).
-  .restore-old-X     (alone) the new data is in place: delete .restore-old-X.
+  gardend restore --resume --data DIR     finish it: DIR ends up with the backup's data
+  gardend restore --rollback --data DIR   undo it: DIR ends up with the data from before
 
-Stop gardend serve before any of this. restore refuses to run while such names exist.`
+Both can themselves be cut off and run again. A restore cut off while unpacking can
+only be rolled back (the data from before is untouched; then restore again).
+
+The states, should you need to look by hand (X is one restore's id):
+
+  .restore-tmp-X                     unpacking; DIR holds the data from before
+  .restore-new-X alone               the backup's data is complete there; DIR holds
+                                     the data from before
+  .restore-new-X + .restore-saving-X the data from before is DIR plus .restore-saving-X
+  .restore-new-X + .restore-old-X    the data from before is complete in .restore-old-X;
+                                     the backup's data is DIR plus .restore-new-X
+  .restore-old-X alone               the backup's data is in place
+  .restore-old-X + .restore-trash-X  a rollback: the data from before is DIR plus
+                                     .restore-old-X
+  .restore-trash-X alone             DIR holds the data that stays
+
+.restore-tmp-X and .restore-trash-X only ever hold data given up.`
 
 // RestoreOptions tune Restore.
 type RestoreOptions struct {
@@ -59,14 +66,17 @@ type RestoreOptions struct {
 	BeforeSwitch func() error
 	// Now names the restore's directories; time.Now when nil.
 	Now func() time.Time
+	// Fault is for tests, as in RecoverOptions: it runs before each change to dir.
+	Fault func(step string) error
 }
 
 // Restore replaces the contents of dir with the archive read from r. It verifies the
 // whole archive (unpacked into a staging directory inside dir, so the final moves are
 // renames on one file system) and runs CheckDB before it touches anything else in
 // dir; a failure up to there leaves dir as it was. Then it moves the old contents
-// aside, moves the new ones in, syncs, and only then deletes the old ones.
-// RecoveryHelp describes every state a crash can leave.
+// aside, moves the new ones in, syncs, and only then deletes the old ones; a failure
+// there rolls back. One restore runs on dir at a time. A crash leaves one of the
+// states RecoveryHelp lists, from which Resume or Rollback go on.
 func Restore(r io.Reader, dir string, opts RestoreOptions) (*Manifest, error) {
 	if opts.CheckDB == nil {
 		return nil, errors.New("restore: CheckDB is required")
@@ -74,25 +84,49 @@ func Restore(r io.Reader, dir string, opts RestoreOptions) (*Manifest, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	created, err := prepareTarget(dir, opts.Force)
+	created, err := ensureDir(dir)
 	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	defer unlock()
+	if err := checkTarget(dir, opts.Force); err != nil {
+		if created {
+			os.Remove(dir)
+		}
 		return nil, err
 	}
 	var b [3]byte
 	rand.Read(b[:])
 	id := opts.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-	staging := filepath.Join(dir, stagingPrefix+id)
-	fresh := filepath.Join(dir, newPrefix+id)
+	mv := &mover{dir: dir, id: id, fault: opts.Fault}
 
-	undo := func() {
-		os.RemoveAll(staging)
-		os.RemoveAll(fresh)
+	m, err := unpack(r, mv, opts)
+	if err != nil {
+		// Given up by the same steps as a rollback, so that a crash meanwhile never
+		// leaves half of the backup's data looking complete.
+		if back := mv.backward(); back != nil {
+			return nil, fmt.Errorf("%w; removing the unpacked copy failed too: %v", err, back)
+		}
 		if created {
 			os.Remove(dir)
 		}
+		return nil, err
 	}
-	if err := os.Mkdir(staging, 0o700); err != nil {
-		undo()
+	if err := mv.forward(); err != nil {
+		return nil, mv.failed(err)
+	}
+	return m, nil
+}
+
+// unpack extracts the archive into .restore-tmp-X, checks it and renames it to
+// .restore-new-X: the backup's data, complete and checked.
+func unpack(r io.Reader, mv *mover, opts RestoreOptions) (*Manifest, error) {
+	staging := mv.path(stagingPrefix)
+	if err := mv.mkdir(staging); err != nil {
 		return nil, fmt.Errorf("restore: staging directory: %w", err)
 	}
 	m, err := extract(r, staging, opts.ReadOptions)
@@ -100,54 +134,60 @@ func Restore(r io.Reader, dir string, opts RestoreOptions) (*Manifest, error) {
 		err = opts.CheckDB(filepath.Join(staging, filepath.FromSlash(m.Database)), m)
 	}
 	if err == nil {
-		err = renameSync(staging, fresh, dir)
+		err = mv.rename(staging, mv.path(newPrefix))
 	}
 	if err == nil && opts.BeforeSwitch != nil {
 		err = opts.BeforeSwitch()
 	}
-	if err != nil {
-		undo()
-		return nil, err
-	}
-	if err := switchTo(dir, fresh, id); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, err
 }
 
-// prepareTarget makes sure dir exists and may be restored into; created reports
-// that it made dir.
-func prepareTarget(dir string, force bool) (created bool, err error) {
+// failed reports a switch that failed with err, rolling back unless the backup's data
+// is in place already.
+func (m *mover) failed(err error) error {
+	if st, serr := m.state(); serr == nil && (st == Replaced || st == Deleting) {
+		return fmt.Errorf("restore: the backup's data is in place, but deleting the data from before failed: %w; run gardend restore --resume --data %s to delete it", err, quoteArg(m.dir))
+	}
+	if back := m.backward(); back != nil {
+		return fmt.Errorf("restore stopped half-way: %w; rolling back failed too: %v. The data in %s is not consistent: see gardend restore --help", err, back, m.dir)
+	}
+	return fmt.Errorf("restore: %w (rolled back: the data from before is in place)", err)
+}
+
+// ensureDir creates dir when it is missing; created reports that it did.
+func ensureDir(dir string) (created bool, err error) {
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return false, nil // other errors show when dir is read
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, fmt.Errorf("restore: create %s: %w", dir, err)
+	}
+	// Everything restored into dir is synced; so must be the entry naming it.
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		os.Remove(dir)
+		return false, fmt.Errorf("restore: create %s: %w", dir, err)
+	}
+	return true, nil
+}
+
+// checkTarget makes sure dir may be restored into: no restore pending, and empty
+// unless force.
+func checkTarget(dir string, force bool) error {
+	if err := CheckIdle(dir); err != nil {
+		return err
+	}
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return false, fmt.Errorf("restore: create %s: %w", dir, err)
-		}
-		// Everything restored into dir is synced; so must be the entry naming it.
-		if err := syncDir(filepath.Dir(dir)); err != nil {
-			os.Remove(dir)
-			return false, fmt.Errorf("restore: create %s: %w", dir, err)
-		}
-		return true, nil
-	}
 	if err != nil {
-		return false, fmt.Errorf("restore: %w", err)
+		return fmt.Errorf("restore: %w", err)
 	}
-	var leftovers, names []string
+	var names []string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), restorePrefix) {
-			leftovers = append(leftovers, e.Name())
-		} else {
-			names = append(names, e.Name())
-		}
+		names = append(names, e.Name())
 	}
-	switch {
-	case len(leftovers) > 0:
-		return false, fmt.Errorf("%w: %s holds %s; see gardend restore --help to finish or undo it first", ErrInterrupted, dir, strings.Join(leftovers, ", "))
-	case len(names) > 0 && !force:
-		return false, fmt.Errorf("%w: %s holds %s; pass --force to replace its contents", ErrNotEmpty, dir, summarise(names, 8))
+	if len(names) > 0 && !force {
+		return fmt.Errorf("%w: %s holds %s; pass --force to replace its contents", ErrNotEmpty, dir, summarise(names, 8))
 	}
-	return false, nil
+	return nil
 }
 
 func summarise(names []string, limit int) string {
@@ -155,78 +195,4 @@ func summarise(names []string, limit int) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:limit], ", "), len(names)-limit)
-}
-
-// switchTo moves dir's contents into .restore-saving-X, renames that to
-// .restore-old-X (now the old data is complete there), moves fresh's contents into
-// dir, removes fresh, and finally deletes the old data. Each step is synced before
-// the next, so a crash leaves one of the states RecoveryHelp lists.
-func switchTo(dir, fresh, id string) error {
-	saving := filepath.Join(dir, savingPrefix+id)
-	old := filepath.Join(dir, oldPrefix+id)
-	if err := os.Mkdir(saving, 0o700); err != nil {
-		os.RemoveAll(fresh)
-		return fmt.Errorf("restore: %w (nothing changed)", err)
-	}
-	if err := moveAll(dir, saving, true); err != nil {
-		// Put back what moved (a mount point in dir cannot be renamed, for one).
-		if back := moveAll(saving, dir, false); back != nil {
-			return fmt.Errorf("restore: moving the old data aside: %w; moving it back failed too (%v): see gardend restore --help", err, back)
-		}
-		os.Remove(saving)
-		os.RemoveAll(fresh)
-		syncDir(dir)
-		return fmt.Errorf("restore: moving the old data aside: %w (the old data is back in place)", err)
-	}
-	if err := syncDir(saving); err != nil {
-		return stuck(err, dir)
-	}
-	if err := renameSync(saving, old, dir); err != nil {
-		return stuck(err, dir)
-	}
-	if err := moveAll(fresh, dir, false); err != nil {
-		return stuck(err, dir)
-	}
-	if err := syncDir(dir); err != nil {
-		return stuck(err, dir)
-	}
-	if err := os.Remove(fresh); err != nil {
-		return stuck(err, dir)
-	}
-	if err := syncDir(dir); err != nil {
-		return stuck(err, dir)
-	}
-	if err := os.RemoveAll(old); err != nil {
-		return fmt.Errorf("restore: the new data is in place, but deleting the old copy failed: %w; delete %s", err, old)
-	}
-	return syncDir(dir)
-}
-
-func stuck(err error, dir string) error {
-	return fmt.Errorf("restore stopped half-way: %w; the data in %s is not consistent: see gardend restore --help", err, dir)
-}
-
-// moveAll renames every entry of from into to. skipRestore leaves restore's own
-// directories where they are (when from is the data directory itself).
-func moveAll(from, to string, skipRestore bool) error {
-	entries, err := os.ReadDir(from)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if skipRestore && strings.HasPrefix(e.Name(), restorePrefix) {
-			continue
-		}
-		if err := os.Rename(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func renameSync(from, to, parent string) error {
-	if err := os.Rename(from, to); err != nil {
-		return err
-	}
-	return syncDir(parent)
 }

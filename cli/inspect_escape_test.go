@@ -1,0 +1,108 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gardend/gardend/cli"
+	"github.com/gardend/gardend/store"
+)
+
+// hostile holds what a registered user can put in a name: escape sequences that clear
+// or recolour the operator's terminal, CR/LF and tabs that forge table rows, a bidi
+// override, a C1 control (CSI) and a byte that is not UTF-8 (stored as U+FFFD, since
+// records are JSON).
+const hostile = "Eve\x1b[2J\x1b[31m\r\n99\tforged\troot\u202e\u009b\xff"
+
+// Every table the CLI prints keeps one row per record and sends no control
+// character (but the newline ending each row) to the terminal.
+func TestTablesEscapeHostileNames(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.CreateUser(store.NewUser{Username: "eve", FirstName: hostile, LastName: hostile, Email: "", PasswordHash: "not-a-hash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.CreateCompany(u.ID, hostile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := st.CreateGarden(c.ID, hostile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const project, cloud = "3fa85f64-5717-4562-b3fc-2c963f66afa6", "9c1d85f6-4717-4562-b3fc-2c963f66afa6"
+	if _, err := st.CreateBed(g.ID, project, hostile); err != nil {
+		t.Fatal(err)
+	}
+	job := store.CloudJob{Project: project, Cloud: cloud, CloudInputs: store.CloudInputs{Frame: "map"}}
+	if _, err := st.EnqueueClouds([]store.CloudJob{job}, 0); err != nil {
+		t.Fatal(err)
+	}
+	// A spatial server's error text ends up here too.
+	if _, ok, err := st.RecordCloudFailure(project, cloud, job.CloudInputs, hostile, store.RetryPolicy{MaxAttempts: 3, Backoff: 1}); err != nil || !ok {
+		t.Fatalf("record failure: %v %v", ok, err)
+	}
+	st.Close()
+
+	for view, rows := range map[string]int{"users": 1, "companies": 1, "gardens": 1, "permissions": 1, "beds": 1, "queue": 1} {
+		out, err := run(t, "", "inspect", view, "--data", dir)
+		if err != nil {
+			t.Fatalf("inspect %s: %v", view, err)
+		}
+		checkTerminalSafe(t, "inspect "+view, out)
+		if lines := strings.Count(out, "\n"); lines != 1+rows {
+			t.Errorf("inspect %s: %d lines, want a header and %d rows:\n%s", view, lines, rows, out)
+		}
+		if view != "permissions" && !strings.Contains(out, `Eve\x1b[2J\x1b[31m\r\n99\tforged\troot\u202e\u009b`+"\uFFFD") {
+			t.Errorf("inspect %s does not show the name escaped:\n%s", view, out)
+		}
+		// JSON, escaped beyond what encoding/json does, still means the same.
+		js, err := run(t, "", "inspect", view, "--json", "--data", dir)
+		if err != nil {
+			t.Fatalf("inspect %s --json: %v", view, err)
+		}
+		checkTerminalSafe(t, "inspect "+view+" --json", js)
+		if view != "permissions" && view != "queue" && !strings.Contains(js, `\u202e\u009b`) {
+			t.Errorf("inspect %s --json:\n%s", view, js)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(js), &v); err != nil {
+			t.Errorf("inspect %s --json is not JSON: %v", view, err)
+		}
+	}
+
+	// A file name in the data directory reaches the backup's warnings.
+	if err := os.WriteFile(filepath.Join(dir, "x\x1b[31m\rforged"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := cli.NewRootCommand()
+	var out, errOut bytes.Buffer
+	cmd.SetArgs([]string{"backup", "--data", dir, filepath.Join(t.TempDir(), "b.tar")})
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	checkTerminalSafe(t, "backup", out.String()+errOut.String())
+	if !strings.Contains(errOut.String(), `x\x1b[31m\rforged`) {
+		t.Errorf("backup warning: %q", errOut.String())
+	}
+}
+
+func checkTerminalSafe(t *testing.T, what, out string) {
+	t.Helper()
+	for i, r := range out {
+		if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u202e' {
+			t.Errorf("%s prints %U at byte %d:\n%q", what, r, i, out)
+			return
+		}
+	}
+}
