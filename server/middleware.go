@@ -19,6 +19,8 @@ type reqInfo struct {
 	id     string
 	userID uint64
 	user   *store.User
+	// holdsSlot: the request holds a request slot (requestSlot, releaseSlot).
+	holdsSlot bool
 }
 
 // Constant header values, shared so hot paths do not allocate a slice per header.
@@ -188,6 +190,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 
 // limitBody caps the request body; reading past it yields *http.MaxBytesError → 413.
 // A declared length over the limit is refused with that same error before reading.
+// The body must also keep pace (paceBody), or reading it fails with 408.
 func (s *Server) limitBody(n int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
@@ -198,6 +201,7 @@ func (s *Server) limitBody(n int64, next http.Handler) http.Handler {
 			s.writeError(w, r, &http.MaxBytesError{Limit: n})
 			return
 		}
+		s.paceBody(w, r)
 		r.Body = http.MaxBytesReader(w, r.Body, n)
 		next.ServeHTTP(w, r)
 	})
@@ -207,3 +211,41 @@ func (s *Server) limitBody(n int64, next http.Handler) http.Handler {
 func newStdLogger(l zerolog.Logger) *log.Logger {
 	return log.New(l.With().Str("component", "http").Logger(), "", 0)
 }
+
+// headOnly serves HEAD with the GET handler: net/http sends the headers and drops the
+// body, and the request's context ends once the headers are written, so that a
+// streaming handler (beds, backup) stops instead of producing a body nobody reads.
+func headOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		next.ServeHTTP(&headWriter{ResponseWriter: w, cancel: cancel}, r.WithContext(ctx))
+	})
+}
+
+type headWriter struct {
+	http.ResponseWriter
+	cancel context.CancelFunc
+}
+
+func (w *headWriter) WriteHeader(code int) {
+	w.ResponseWriter.WriteHeader(code)
+	if code >= 200 {
+		w.cancel()
+	}
+}
+
+func (w *headWriter) Write(b []byte) (int, error) {
+	// Passed on: net/http counts a small body for Content-Length and discards it.
+	n, err := w.ResponseWriter.Write(b)
+	w.cancel()
+	return n, err
+}
+
+func (w *headWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
