@@ -223,6 +223,16 @@ func TestWidgetsRoundTrip(t *testing.T) {
 	for _, bad := range []string{"", "{", "nul", "{} []"} {
 		h.do("POST", "/user/widgets", token, bad).expectProblem(http.StatusBadRequest, "body")
 	}
+	// Invalid UTF-8 inside a string passes json.Valid, but would be served as
+	// charset=utf-8: refused, naming the byte, and the saved document stays.
+	before := h.do("GET", "/user/widgets", token, nil).Body.String()
+	p := h.do("POST", "/user/widgets", token, "{\"name\":\"caf\xe9\"}").expectProblem(http.StatusBadRequest, "body")
+	if !strings.Contains(p["detail"].(string), "not valid UTF-8 (byte 12)") {
+		t.Fatalf("detail %q", p["detail"])
+	}
+	if after := h.do("GET", "/user/widgets", token, nil).Body.String(); after != before {
+		t.Fatalf("a refused save changed the document to %q", after)
+	}
 	big := `{"x":"` + strings.Repeat("a", 70<<10) + `"}`
 	h.do("POST", "/user/widgets", token, big).expect(http.StatusRequestEntityTooLarge)
 	// Chunked (no Content-Length): the same answer once the read passes the limit.
