@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -145,10 +147,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	})
 }
 
-// cors answers preflights and marks responses readable by allowed browser origins.
-// Tokens travel in a header, not cookies, so credentials are never allowed.
+// cors answers preflights and marks responses readable by the configured browser
+// origins. With none configured it adds nothing: only pages of the server's own
+// origin (the built-in web app) can read answers, so a page a farm worker happens to
+// open cannot drive a LAN-only server. Tokens travel in a header, not cookies, so
+// credentials are never allowed.
 func (s *Server) cors(next http.Handler) http.Handler {
-	anyOrigin := len(s.cfg.CORSOrigins) == 0
+	anyOrigin := false
 	allowed := map[string]bool{}
 	for _, o := range s.cfg.CORSOrigins {
 		if o == "*" {
@@ -156,13 +161,14 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		}
 		allowed[strings.TrimSuffix(o, "/")] = true
 	}
+	none := !anyOrigin && len(allowed) == 0
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h["X-Content-Type-Options"] = headerNosniff
 		h["Referrer-Policy"] = headerNoReferrer
 		h["X-Frame-Options"] = headerDeny
 		origin := r.Header.Get("Origin")
-		if origin == "" {
+		if origin == "" || none {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -249,3 +255,17 @@ func (w *headWriter) Flush() {
 }
 
 func (w *headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// checkCORSOrigins accepts "*" and origins as browsers send them: scheme://host[:port].
+func checkCORSOrigins(origins []string) error {
+	for _, o := range origins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(strings.TrimSuffix(o, "/"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			return fmt.Errorf("CORS origin %q: give scheme://host[:port] (e.g. https://plantmap.example.org), or * for any origin", o)
+		}
+	}
+	return nil
+}

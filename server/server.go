@@ -164,6 +164,9 @@ func New(cfg Config) (*Server, error) {
 	if _, err := ParseRegistrationMode(string(cfg.Registration)); err != nil {
 		return nil, err
 	}
+	if err := checkCORSOrigins(cfg.CORSOrigins); err != nil {
+		return nil, err
+	}
 	tlsConfig, err := loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.Now(), cfg.Logger)
 	if err != nil {
 		return nil, err
