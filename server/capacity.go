@@ -48,6 +48,7 @@ var (
 	errBodiesBusy = &apiError{status: http.StatusServiceUnavailable, retryAfter: time.Second,
 		detail: "the server is receiving too many request bodies at once; retry shortly"}
 	errBodyEnded = badRequest("body", "the request body ended before its declared length")
+	errBodyRead  = badRequest("body", "the request body could not be read")
 )
 
 // requestSlot runs next in a request slot, or answers 503 at once when all are taken:
@@ -161,13 +162,20 @@ func (b *bodyBudget) read(body io.Reader, declared int64) (buf []byte, charged i
 		}
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
+		var (
+			big *http.MaxBytesError
+			api *apiError
+		)
 		switch {
+		case err == nil:
 		case err == io.EOF:
 			return buf, charged, nil
+		case errors.As(err, &big), errors.As(err, &api): // 413, 408
+			return nil, charged, err
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, charged, errBodyEnded
-		case err != nil:
-			return nil, charged, err
+		default: // the connection broke: the client's doing, not a 500
+			return nil, charged, errBodyRead
 		}
 	}
 }

@@ -2,12 +2,14 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 
 	"github.com/rs/zerolog"
 
@@ -145,9 +147,14 @@ func TestBodyBudget(t *testing.T) {
 		{"3 KiB, chunked", strings.Repeat("x", 3<<10), false, http.StatusOK},
 		{"over the budget", strings.Repeat("x", 5<<10), true, http.StatusServiceUnavailable},
 		{"over the budget, chunked", strings.Repeat("x", 5<<10), false, http.StatusServiceUnavailable},
+		{"broken connection", "", false, http.StatusBadRequest},
 	} {
 		got = nil
-		req := httptest.NewRequest("POST", "/x", io.MultiReader(strings.NewReader(tc.body)))
+		var body io.Reader = strings.NewReader(tc.body)
+		if tc.name == "broken connection" {
+			body = iotest.ErrReader(errors.New("connection reset by peer"))
+		}
+		req := httptest.NewRequest("POST", "/x", io.MultiReader(body))
 		if tc.declared {
 			req.ContentLength = int64(len(tc.body))
 		} else {

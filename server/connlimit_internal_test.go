@@ -78,6 +78,23 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
 }
 
+// unfinishedHeaders opens n connections that start a request and never end its
+// header block.
+func unfinishedHeaders(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	var conns []net.Conn
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		io.WriteString(c, "GET / HTTP/1.1\r\nX-Pad: "+strings.Repeat("a", 1000))
+		conns = append(conns, c)
+	}
+	return conns
+}
+
 // waitIdle waits until the limiter has seen n connections go idle.
 func waitIdle(t *testing.T, lim *connLimiter, n int) {
 	t.Helper()
@@ -201,16 +218,7 @@ func TestConnLimitPerAddress(t *testing.T) {
 // timeouts.
 func TestConnLimitSlowHeaders(t *testing.T) {
 	lim, addr := limitedServer(t, 2, 0, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	var slow []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		io.WriteString(c, "GET / HTTP/1.1\r\nX-Pad: "+strings.Repeat("a", 1000))
-		slow = append(slow, c)
-	}
+	slow := unfinishedHeaders(t, addr, 2)
 	time.Sleep(2 * lim.newGrace)
 	c, br := keepAlive(t, addr)
 	if err := roundTrip(c, br, "/"); err != nil {
@@ -246,16 +254,7 @@ func TestConnLimitUnfinishedShare(t *testing.T) {
 		func(l *connLimiter) { l.maxFresh = 2 })
 	idle, _ := keepAlive(t, addr)
 	waitIdle(t, lim, 1)
-	var slow []net.Conn
-	for range 3 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		io.WriteString(c, "GET / HTTP/1.1\r\nX-Pad: "+strings.Repeat("a", 1000))
-		slow = append(slow, c)
-	}
+	slow := unfinishedHeaders(t, addr, 3)
 	if !closedByServer(slow[0]) {
 		t.Fatal("a third unfinished header block did not push out the first")
 	}

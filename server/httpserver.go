@@ -72,7 +72,8 @@ func (c *Config) setFieldDefaults() {
 		c.BodyMinRate = DefaultBodyMinRate
 	}
 	if c.BodyBufferBytes <= 0 {
-		c.BodyBufferBytes = DefaultBodyBufferBytes
+		// Room for a few bodies at the limit, if an operator raised it.
+		c.BodyBufferBytes = max(DefaultBodyBufferBytes, 4*c.MaxBodyBytes)
 	}
 	if c.MaxUploads <= 0 {
 		c.MaxUploads = DefaultMaxUploads

@@ -349,27 +349,24 @@ func TestImageUploadStreamedJSON(t *testing.T) {
 			}
 		})
 	}
-	bad := []struct {
-		name, body, field, detail string
-		status                    int
-	}{
-		{"empty", "", "body", "the body is empty; send a JSON object", 400},
-		{"array", `[1]`, "body", "the body must be a JSON object", 400},
-		{"two objects", `{"image":"` + dataURL(png) + `","coordinates":` + coords + `} {}`, "body", "the body must hold a single JSON object", 400},
-		{"cut short", `{"image":"` + dataURL(png)[:100], "body", "the JSON body ends too early", 400},
-		{"malformed", `{"image" "x"}`, "body", "malformed JSON at byte 10", 400},
-		{"bad escape in the image", `{"image":"data:\x"}`, "body", "malformed JSON at byte 17", 400},
-		{"image null", `{"image":null,"coordinates":` + coords + `}`, "image", "image is required: " + imagestore.DataURLPrefix + "<base64 PNG>", 400},
-		{"image a number", `{"image":5,"coordinates":` + coords + `}`, "image", "image must be a string", 400},
-		{"syntax beats type", `{"image":5,"coordinates":` + coords + `,}`, "body", "", 400},
-		{"coordinates beat the image", `{"image":"data:image/jpeg;base64,QUJD","coordinates":5}`, "coordinates", "", 400},
-		{"image error", `{"image":"data:image/jpeg;base64,QUJD","coordinates":` + coords + `}`, "image", `only PNG is supported: the data URL declares "image/jpeg"; it must start with "data:image/png;base64,"`, 400},
-		{"base64 beats PNG", `{"image":"` + dataURL(fixture(t, "garden.jpg")) + `*","coordinates":` + coords + `}`, "image", "", 400},
-		{"other members over the JSON limit", `{"x":"` + strings.Repeat("x", 5<<10) + `","image":"` + dataURL(png) + `","coordinates":` + coords + `}`, "body", "the members other than image may take at most 4 KiB of JSON", 400},
+	bad := []struct{ name, body, field, detail string }{
+		{"empty", "", "body", "the body is empty; send a JSON object"},
+		{"array", `[1]`, "body", "the body must be a JSON object"},
+		{"two objects", `{"image":"` + dataURL(png) + `","coordinates":` + coords + `} {}`, "body", "the body must hold a single JSON object"},
+		{"cut short", `{"image":"` + dataURL(png)[:100], "body", "the JSON body ends too early"},
+		{"malformed", `{"image" "x"}`, "body", "malformed JSON at byte 10"},
+		{"bad escape in the image", `{"image":"data:\x"}`, "body", "malformed JSON at byte 17"},
+		{"image null", `{"image":null,"coordinates":` + coords + `}`, "image", "image is required: " + imagestore.DataURLPrefix + "<base64 PNG>"},
+		{"image a number", `{"image":5,"coordinates":` + coords + `}`, "image", "image must be a string"},
+		{"syntax beats type", `{"image":5,"coordinates":` + coords + `,}`, "body", ""},
+		{"coordinates beat the image", `{"image":"data:image/jpeg;base64,QUJD","coordinates":5}`, "coordinates", ""},
+		{"image error", `{"image":"data:image/jpeg;base64,QUJD","coordinates":` + coords + `}`, "image", `only PNG is supported: the data URL declares "image/jpeg"; it must start with "data:image/png;base64,"`},
+		{"base64 beats PNG", `{"image":"` + dataURL(fixture(t, "garden.jpg")) + `*","coordinates":` + coords + `}`, "image", ""},
+		{"other members over the JSON limit", `{"x":"` + strings.Repeat("x", 5<<10) + `","image":"` + dataURL(png) + `","coordinates":` + coords + `}`, "body", "the members other than image may take at most 4 KiB of JSON"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			res := w.ts.must(tc.status, "POST", w.path, w.admin, tc.body)
+			res := w.ts.must(http.StatusBadRequest, "POST", w.path, w.admin, tc.body)
 			detail, fields := res.problem(t)
 			if _, ok := fields[tc.field]; !ok {
 				t.Errorf("errors %v (detail %q), want field %s", fields, detail, tc.field)
