@@ -52,7 +52,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.DurationVar(&o.tokenTTL, "token-ttl", server.DefaultTokenTTL, "lifetime of login tokens")
 	f.StringVar(&o.logFormat, "log-format", "", "log format: json or console (default: console on a terminal, else json)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	f.StringSliceVar(&o.corsOrigins, "cors-origins", []string{"*"}, "browser origins allowed by CORS (comma-separated; * for any)")
+	f.StringSliceVar(&o.corsOrigins, "cors-origins", nil, "other browser origins allowed to call the API, comma-separated scheme://host[:port] (e.g. the original Vue client's), or * for any (default: same-origin only)")
 	f.Int64Var(&o.maxBody, "max-body", server.DefaultMaxBodyBytes, "maximum JSON request body in bytes")
 	f.Int64Var(&o.maxImage, "max-image", server.DefaultMaxImageBytes, "maximum image upload body in bytes")
 	f.BoolVar(&o.trustProxy, "trust-proxy", false, "trust X-Forwarded-Proto/Host (URLs) and X-Forwarded-For (client address) from a reverse proxy")

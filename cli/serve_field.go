@@ -18,6 +18,11 @@ type fieldOptions struct {
 	maxConcurrent   int
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
+	bodyTimeout     time.Duration
+	bodyMinRate     int64
+	maxUploads      int
+	maxConns        int
+	maxConnsPerAddr int
 	tlsCert         string
 	tlsKey          string
 }
@@ -27,9 +32,14 @@ func (o *fieldOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.loginFailLimit, "login-fail-limit", server.DefaultLoginFailLimit, "failed logins allowed per --login-fail-window, per username and per client address; then 429")
 	f.DurationVar(&o.loginFailWindow, "login-fail-window", server.DefaultLoginFailWindow, "window of --login-fail-limit, counted from a key's first failure")
 	f.Var((*registrationValue)(&o.registration), "registration", "who may create accounts: open (POST /register) or closed (only gardend user create)")
-	f.IntVar(&o.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "requests handled at once; beyond it 503 with Retry-After (/healthz exempt)")
+	f.IntVar(&o.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "requests handled at once (their bodies read first); beyond it 503 with Retry-After (/healthz, /readyz exempt)")
 	f.DurationVar(&o.readTimeout, "read-timeout", server.DefaultReadTimeout, "time to read a whole request, body included (raise for large images on slow links)")
 	f.DurationVar(&o.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "time to handle a request and write the answer (streams extend it while they progress)")
+	f.DurationVar(&o.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time a request body may take, plus a second per --body-min-rate bytes received; slower bodies get 408")
+	f.Int64Var(&o.bodyMinRate, "body-min-rate", server.DefaultBodyMinRate, "slowest pace in bytes per second a request body may keep after --body-timeout (lower it for uploads over very slow links)")
+	f.IntVar(&o.maxUploads, "max-uploads", server.DefaultMaxUploads, "image uploads at once; beyond it 503 with Retry-After")
+	f.IntVar(&o.maxConns, "max-conns", server.DefaultMaxConns, "open connections in all; at the cap a new one replaces an idle one, or is closed")
+	f.IntVar(&o.maxConnsPerAddr, "max-conns-per-addr", server.DefaultMaxConnsPerAddr, "open connections from one client address (IPv6: per /64); not applied with --trust-proxy")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS, TLS 1.2 or newer; needs --tls-key")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 }
@@ -47,6 +57,16 @@ func (o *fieldOptions) validate() error {
 		return errors.New("--read-timeout must be positive (e.g. 2m)")
 	case o.writeTimeout <= 0:
 		return errors.New("--write-timeout must be positive (e.g. 2m)")
+	case o.bodyTimeout <= 0:
+		return errors.New("--body-timeout must be positive (e.g. 10s)")
+	case o.bodyMinRate < 1:
+		return errors.New("--body-min-rate must be at least 1 byte per second")
+	case o.maxUploads < 1:
+		return errors.New("--max-uploads must be at least 1")
+	case o.maxConns < 1:
+		return errors.New("--max-conns must be at least 1")
+	case o.maxConnsPerAddr < 1:
+		return errors.New("--max-conns-per-addr must be at least 1")
 	}
 	return nil
 }
@@ -56,6 +76,9 @@ func (o *fieldOptions) apply(c *server.Config) {
 	c.Registration = o.registration
 	c.MaxConcurrent = o.maxConcurrent
 	c.ReadTimeout, c.WriteTimeout = o.readTimeout, o.writeTimeout
+	c.BodyTimeout, c.BodyMinRate = o.bodyTimeout, o.bodyMinRate
+	c.MaxUploads = o.maxUploads
+	c.MaxConns, c.MaxConnsPerAddr = o.maxConns, o.maxConnsPerAddr
 	c.TLSCertFile, c.TLSKeyFile = o.tlsCert, o.tlsKey
 }
 

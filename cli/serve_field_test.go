@@ -34,6 +34,12 @@ func TestServeFieldFlagErrors(t *testing.T) {
 		{"max concurrent", []string{"--max-concurrent", "-1"}, nil, "--max-concurrent must be at least 1"},
 		{"read timeout", []string{"--read-timeout", "0"}, nil, "--read-timeout must be positive"},
 		{"write timeout", []string{"--write-timeout", "-1s"}, nil, "--write-timeout must be positive"},
+		{"body timeout", []string{"--body-timeout", "0"}, nil, "--body-timeout must be positive"},
+		{"body min rate", nil, map[string]string{"GARDEND_BODY_MIN_RATE": "0"}, "--body-min-rate must be at least 1"},
+		{"max uploads", []string{"--max-uploads", "0"}, nil, "--max-uploads must be at least 1"},
+		{"max conns", []string{"--max-conns", "0"}, nil, "--max-conns must be at least 1"},
+		{"max conns per addr", nil, map[string]string{"GARDEND_MAX_CONNS_PER_ADDR": "-3"}, "--max-conns-per-addr must be at least 1"},
+		{"cors origin without scheme", []string{"--cors-origins", "plantmap.example"}, nil, `CORS origin "plantmap.example": give scheme://host[:port]`},
 		{"cert without key", []string{"--tls-cert", missing}, nil, "give both or neither"},
 		{"key without cert env", nil, map[string]string{"GARDEND_TLS_KEY": missing}, "give both or neither"},
 		{"missing cert files", []string{"--tls-cert", missing, "--tls-key", missing}, nil, missing},
@@ -73,7 +79,7 @@ func TestServeFieldFlagsEndToEnd(t *testing.T) {
 
 	root := cli.NewRootCommand()
 	root.SetArgs([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--log-format", "json",
-		"--registration", "closed", "--login-fail-window", "1h", "--max-concurrent", "4"})
+		"--registration", "closed", "--login-fail-window", "1h", "--max-concurrent", "4", "--max-conns", "50"})
 	root.SetOut(io.Discard)
 	root.SetErr(logw)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -110,5 +116,20 @@ func TestServeFieldFlagsEndToEnd(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "admin.sock")); err != nil {
 		t.Fatalf("admin socket: %v", err)
+	}
+	// The capacity flags show in /readyz; by default no other origin may read.
+	req, _ := http.NewRequest("GET", base+"/readyz", nil)
+	req.Header.Set("Origin", "https://elsewhere.example")
+	ready, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(ready.Body)
+	ready.Body.Close()
+	if !strings.Contains(string(body), "of 4 request slots") || !strings.Contains(string(body), "of 50 connections") {
+		t.Fatalf("readyz: %s", body)
+	}
+	if got := ready.Header.Get("Access-Control-Allow-Origin"); got != "" {
+		t.Fatalf("default --cors-origins let another origin read: %q", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -168,3 +169,97 @@ func TestWriteDataURLErrors(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// decodeInPieces runs s through a DataURLWriter in pieces of the given sizes (cycled).
+func decodeInPieces(s string, sizes []int) ([]byte, error) {
+	var out bytes.Buffer
+	d := NewDataURLWriter(&out)
+	for i := 0; len(s) > 0; i++ {
+		n := len(s)
+		if len(sizes) > 0 {
+			n = min(n, max(1, sizes[i%len(sizes)]))
+		}
+		if _, err := d.Write([]byte(s[:n])); err != nil {
+			return nil, err
+		}
+		s = s[n:]
+	}
+	if err := d.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// TestDataURLWriterMatchesDecode feeds every DecodeDataURL case through the streaming
+// decoder, whole and in pieces of several sizes: same bytes or the same error text.
+func TestDataURLWriterMatchesDecode(t *testing.T) {
+	pngBytes := readFixture(t, fixturePNG)
+	padded := base64.StdEncoding.EncodeToString(pngBytes)
+	raw := base64.RawStdEncoding.EncodeToString(pngBytes)
+	inputs := []string{
+		"", "d", "data", "data:", "hello", "dat,a", "data:image/png;base64",
+		DataURLPrefix, DataURLPrefix + "\r\n", DataURLPrefix + "=", DataURLPrefix + "Q",
+		DataURLPrefix + padded, DataURLPrefix + raw, "DATA:IMAGE/PNG;BASE64," + padded,
+		DataURLPrefix + wrap(padded, 76, "\r\n"), DataURLPrefix + wrap(raw, 60, "\n"),
+		DataURLPrefix + wrap(padded, 75, "\n"), DataURLPrefix + "QQ=\n=", DataURLPrefix + "QQ==\r\n",
+		DataURLPrefix + "QUJD=", DataURLPrefix + "QQ=", DataURLPrefix + "QQ==QUJD", DataURLPrefix + "QUJD*",
+		DataURLPrefix + "-_-_", DataURLPrefix + "QUJD QUJD", DataURLPrefix + padded[:len(padded)-1],
+		"data:image/jpeg;base64," + padded, "data:;base64,QUJD", "data: image/png;base64,QUJD",
+		"data:image/png," + padded, "data:image/png;name=a.png;base64,QUJD",
+		"data:" + strings.Repeat("x", 300) + ";base64,QUJD", "data:" + strings.Repeat("x", 300),
+		"data:image/png;" + strings.Repeat("b", 300) + ",QUJD", "data:image/png;base64" + strings.Repeat("4", 200) + ",QUJD",
+		"data:image/png" + strings.Repeat(";", 200) + ",QUJD",
+	}
+	for _, in := range inputs {
+		want, wantErr := DecodeDataURL(in)
+		for _, sizes := range [][]int{nil, {1}, {2, 3}, {7}, {5, 1, 64}, {4096}} {
+			got, err := decodeInPieces(in, sizes)
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) || !bytes.Equal(got, want) {
+				t.Errorf("%.40q in pieces %v:\n got %d bytes, %v\nwant %d bytes, %v", in, sizes, len(got), err, len(want), wantErr)
+			}
+		}
+	}
+}
+
+// TestDataURLWriterBoundsMemory decodes 4 MiB in 256 KiB writes and checks that the
+// decoder allocates a fixed amount, whatever the size.
+func TestDataURLWriterBoundsMemory(t *testing.T) {
+	data := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7}, (4<<20)/7)
+	text := []byte(DataURLPrefix + base64.StdEncoding.EncodeToString(data))
+	var n countWriter
+	allocs := testing.AllocsPerRun(1, func() {
+		n = 0
+		d := NewDataURLWriter(&n)
+		for p := text; len(p) > 0; {
+			k := min(len(p), 256<<10)
+			if _, err := d.Write(p[:k]); err != nil {
+				t.Fatal(err)
+			}
+			p = p[k:]
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if int(n) != len(data) {
+		t.Fatalf("decoded %d bytes, want %d", n, len(data))
+	}
+	if allocs > 4 {
+		t.Errorf("%v allocations for 4 MiB, want a fixed few", allocs)
+	}
+}
+
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
+
+func TestDataURLWriterPassesWriteErrors(t *testing.T) {
+	errDisk := errors.New("disk full")
+	d := NewDataURLWriter(writerFunc(func([]byte) (int, error) { return 0, errDisk }))
+	if _, err := d.Write([]byte(DataURLPrefix + "QUJDQUJD")); err != errDisk {
+		t.Fatalf("Write: %v, want the writer's error as is", err)
+	}
+	if err := d.Close(); err != errDisk {
+		t.Fatalf("Close after the error: %v", err)
+	}
+}

@@ -1,8 +1,10 @@
 package imagestore
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -70,4 +72,39 @@ func checkPNGInvariants(t *testing.T, b []byte) {
 	default:
 		t.Fatalf("error without a sentinel: %v", err)
 	}
+}
+
+// FuzzDataURLWriter checks the streaming decoder against DecodeDataURL (same bytes or
+// the same error, in any pieces), and both against encoding/base64's own rule for the
+// data: with '=' anywhere StdEncoding, else RawStdEncoding.
+func FuzzDataURLWriter(f *testing.F) {
+	for _, name := range []string{fixturePNG, fixtureText} {
+		b := readFixture(f, name)
+		f.Add(DataURLPrefix+base64.StdEncoding.EncodeToString(b), uint8(7))
+		f.Add(DataURLPrefix+base64.RawStdEncoding.EncodeToString(b), uint8(1))
+	}
+	f.Add(DataURLPrefix+"QQ=\r\n=", uint8(3))
+	f.Add(DataURLPrefix+"QUJD\nQQ", uint8(2))
+	f.Fuzz(func(t *testing.T, s string, piece uint8) {
+		want, wantErr := DecodeDataURL(s)
+		got, err := decodeInPieces(s, []int{int(piece), int(piece)/3 + 1})
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || !bytes.Equal(got, want) {
+			t.Fatalf("pieces of %d: %d bytes, %v; DecodeDataURL: %d bytes, %v", piece, len(got), err, len(want), wantErr)
+		}
+		if !strings.HasPrefix(s, DataURLPrefix) {
+			return
+		}
+		payload := s[len(DataURLPrefix):]
+		enc := base64.RawStdEncoding
+		if strings.Contains(payload, "=") {
+			enc = base64.StdEncoding
+		}
+		ref, refErr := enc.DecodeString(payload)
+		if refErr == nil && len(ref) == 0 {
+			refErr = ErrBadDataURL
+		}
+		if (refErr == nil) != (wantErr == nil) || (refErr == nil && !bytes.Equal(ref, want)) {
+			t.Fatalf("encoding/base64: %d bytes, %v; DecodeDataURL: %d bytes, %v", len(ref), refErr, len(want), wantErr)
+		}
+	})
 }

@@ -19,10 +19,28 @@ const pngSignature = "\x89PNG\r\n\x1a\n"
 // Bytes without the PNG signature give ErrNotPNG (naming JPEG, GIF or WebP when the
 // bytes are one of those); a bad header or a zero dimension gives ErrInvalidPNG.
 func CheckPNG(b []byte) (width, height int, err error) {
-	if !bytes.HasPrefix(b, []byte(pngSignature)) {
-		return 0, 0, fmt.Errorf("%w: %s", ErrNotPNG, sniff(b))
+	return checkPNG(bytes.NewReader(b))
+}
+
+// sniffLen is how many bytes sniff needs to name a format.
+const sniffLen = 12
+
+// checkPNG is CheckPNG over a reader, which it reads only as far as the header goes.
+// An error of r itself is returned as is, not as a client's mistake.
+func checkPNG(r io.Reader) (width, height int, err error) {
+	rr := &readErr{r: r}
+	var head [sniffLen]byte
+	n, _ := io.ReadFull(rr, head[:])
+	if rr.err != nil {
+		return 0, 0, rr.err
 	}
-	cfg, err := png.DecodeConfig(bytes.NewReader(b))
+	if !bytes.HasPrefix(head[:n], []byte(pngSignature)) {
+		return 0, 0, fmt.Errorf("%w: %s", ErrNotPNG, sniff(head[:n]))
+	}
+	cfg, err := png.DecodeConfig(io.MultiReader(bytes.NewReader(head[:n]), rr))
+	if rr.err != nil {
+		return 0, 0, rr.err
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("%w: %s", ErrInvalidPNG, pngProblem(err))
 	}
@@ -31,6 +49,20 @@ func CheckPNG(b []byte) (width, height int, err error) {
 		return 0, 0, fmt.Errorf("%w: width and height must be positive, got %d×%d", ErrInvalidPNG, cfg.Width, cfg.Height)
 	}
 	return cfg.Width, cfg.Height, nil
+}
+
+// readErr keeps the first error of r other than the end of the data.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = fmt.Errorf("read image: %w", err)
+	}
+	return n, err
 }
 
 // sniff names what b is instead of a PNG, for an error message.

@@ -61,51 +61,106 @@ func Open(dir string) (*Store, error) {
 	return &Store{dir: abs, prefix: prefix}, nil
 }
 
-// Put stores data under a new random name and returns its image path. The file is
-// written to a temporary file in the same directory, synced, renamed and the
-// directory synced, so after a crash the name either holds all of data or does not
-// exist. On error nothing new is left behind (a crash can leave a temporary file for
-// Sweep).
+// Put stores data under a new random name and returns its image path: Create, Write
+// and Commit in one call.
 func (s *Store) Put(data []byte) (rel string, err error) {
+	p, err := s.Create()
+	if err != nil {
+		return "", err
+	}
+	if _, err := p.Write(data); err != nil {
+		p.Abort()
+		return "", err
+	}
+	return p.Commit()
+}
+
+// Pending is an image file being written, under a temporary name that Sweep deletes
+// should the process die. Write fills it; Commit gives it its final name; Abort
+// deletes it. A Pending is used by one goroutine.
+type Pending struct {
+	s    *Store
+	f    *os.File
+	size int64
+	done bool // committed or aborted
+}
+
+// Create starts a new image file.
+func (s *Store) Create() (*Pending, error) {
 	f, err := os.CreateTemp(s.dir, tempPrefix+"*")
 	if err != nil {
-		return "", fmt.Errorf("store image: %w", err)
+		return nil, fmt.Errorf("store image: %w", err)
 	}
-	tmp := f.Name()
+	return &Pending{s: s, f: f}, nil
+}
+
+// Write appends b to the file.
+func (p *Pending) Write(b []byte) (int, error) {
+	n, err := p.f.Write(b)
+	p.size += int64(n)
+	if err != nil {
+		return n, fmt.Errorf("store image: %w", err)
+	}
+	return n, nil
+}
+
+// Size is the number of bytes written so far.
+func (p *Pending) Size() int64 { return p.size }
+
+// reader reads what has been written, from the start.
+func (p *Pending) reader() io.Reader { return io.NewSectionReader(p.f, 0, p.size) }
+
+// Commit makes the file an image and returns its image path. The file is synced,
+// renamed and the directory synced, so after a crash the name either holds all of the
+// data or does not exist. On error nothing new is left behind (a crash can leave a
+// temporary file for Sweep).
+func (p *Pending) Commit() (rel string, err error) {
+	if p.done {
+		return "", errors.New("store image: the file was already committed or aborted")
+	}
+	p.done = true
+	tmp := p.f.Name()
 	final := ""
 	defer func() {
 		if err != nil {
-			f.Close() // harmless when already closed
+			p.f.Close() // harmless when already closed
 			os.Remove(tmp)
 			if final != "" {
 				os.Remove(final)
 			}
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
+	if err := p.f.Sync(); err != nil {
 		return "", fmt.Errorf("store image: %w", err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := p.f.Close(); err != nil {
 		return "", fmt.Errorf("store image: %w", err)
 	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("store image: %w", err)
-	}
-	if err := s.injectFault(StepWritten); err != nil {
+	if err := p.s.injectFault(StepWritten); err != nil {
 		return "", err
 	}
 	name := newName()
-	if err := os.Rename(tmp, filepath.Join(s.dir, name)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(p.s.dir, name)); err != nil {
 		return "", fmt.Errorf("store image: %w", err)
 	}
-	final = filepath.Join(s.dir, name)
-	if err := s.injectFault(StepRenamed); err != nil {
+	final = filepath.Join(p.s.dir, name)
+	if err := p.s.injectFault(StepRenamed); err != nil {
 		return "", err
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := syncDir(p.s.dir); err != nil {
 		return "", fmt.Errorf("store image: %w", err)
 	}
-	return s.prefix + "/" + name, nil
+	return p.s.prefix + "/" + name, nil
+}
+
+// Abort deletes the file; after Commit it does nothing.
+func (p *Pending) Abort() {
+	if p.done {
+		return
+	}
+	p.done = true
+	p.f.Close()
+	os.Remove(p.f.Name())
 }
 
 // Open opens the image at rel for reading and reports its size. A well-formed path

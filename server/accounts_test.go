@@ -223,6 +223,16 @@ func TestWidgetsRoundTrip(t *testing.T) {
 	for _, bad := range []string{"", "{", "nul", "{} []"} {
 		h.do("POST", "/user/widgets", token, bad).expectProblem(http.StatusBadRequest, "body")
 	}
+	// Invalid UTF-8 inside a string passes json.Valid, but would be served as
+	// charset=utf-8: refused, naming the byte, and the saved document stays.
+	before := h.do("GET", "/user/widgets", token, nil).Body.String()
+	p := h.do("POST", "/user/widgets", token, "{\"name\":\"caf\xe9\"}").expectProblem(http.StatusBadRequest, "body")
+	if !strings.Contains(p["detail"].(string), "not valid UTF-8 (byte 12)") {
+		t.Fatalf("detail %q", p["detail"])
+	}
+	if after := h.do("GET", "/user/widgets", token, nil).Body.String(); after != before {
+		t.Fatalf("a refused save changed the document to %q", after)
+	}
 	big := `{"x":"` + strings.Repeat("a", 70<<10) + `"}`
 	h.do("POST", "/user/widgets", token, big).expect(http.StatusRequestEntityTooLarge)
 	// Chunked (no Content-Length): the same answer once the read passes the limit.
@@ -276,13 +286,30 @@ func TestRequestIDAndCORS(t *testing.T) {
 	if res.Body.String() != `{"status":"ok"}` {
 		t.Fatalf("healthz %q", res.Body.String())
 	}
-	if res.Header().Get("X-Request-Id") != "abc-123" || res.Header().Get("Access-Control-Allow-Origin") != "*" {
+	if res.Header().Get("X-Request-Id") != "abc-123" {
 		t.Fatalf("headers %v", res.Header())
 	}
 	if id := h.do("GET", "/healthz", "", nil).Header().Get("X-Request-Id"); len(id) < 16 {
 		t.Fatalf("generated request id %q", id)
 	}
-	pre := h.do("OPTIONS", "/user/widgets", "", nil, "Origin", "https://app.example", "Access-Control-Request-Method", "POST")
+	// By default only the server's own origin: a foreign page learns nothing, and
+	// its preflight gets no permission (the browser then never sends the request).
+	for _, r := range []recorded{
+		res,
+		h.do("OPTIONS", "/user/widgets", "", nil, "Origin", "https://app.example", "Access-Control-Request-Method", "POST"),
+	} {
+		for k := range r.Header() {
+			if strings.HasPrefix(k, "Access-Control-") {
+				t.Fatalf("default CORS sent %s: %v", k, r.Header())
+			}
+		}
+	}
+
+	anyOrigin := newHarness(t, func(c *server.Config) { c.CORSOrigins = []string{"*"} })
+	if got := anyOrigin.do("GET", "/healthz", "", nil, "Origin", "https://app.example").Header().Get("Access-Control-Allow-Origin"); got != "*" {
+		t.Fatalf("with * the origin got %q", got)
+	}
+	pre := anyOrigin.do("OPTIONS", "/user/widgets", "", nil, "Origin", "https://app.example", "Access-Control-Request-Method", "POST")
 	pre.expect(http.StatusNoContent)
 	if !strings.Contains(pre.Header().Get("Access-Control-Allow-Headers"), "Authorization") {
 		t.Fatalf("preflight headers %v", pre.Header())
@@ -294,5 +321,11 @@ func TestRequestIDAndCORS(t *testing.T) {
 	}
 	if got := strict.do("GET", "/healthz", "", nil, "Origin", "https://evil.example").Header().Get("Access-Control-Allow-Origin"); got != "" {
 		t.Fatalf("foreign origin got %q", got)
+	}
+	for _, bad := range []string{"plantmap.example", "https://plantmap.example/app", "ftp://x", "https://"} {
+		_, err := server.New(server.Config{DataDir: t.TempDir(), CORSOrigins: []string{bad}})
+		if err == nil || !strings.Contains(err.Error(), "scheme://host") {
+			t.Errorf("origin %q: %v", bad, err)
+		}
 	}
 }

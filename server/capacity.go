@@ -5,24 +5,83 @@ import (
 	"time"
 )
 
-// capConcurrency answers 503 at once when MaxConcurrent requests are already in
-// flight: queueing would only turn overload into timeouts and memory growth. /healthz
-// stays exempt so a supervisor does not restart a server that is merely busy.
-func (s *Server) capConcurrency(next http.Handler) http.Handler {
-	slots := make(chan struct{}, s.cfg.MaxConcurrent)
-	busy := &apiError{status: http.StatusServiceUnavailable, retryAfter: time.Second,
+// slotClass says which scarce resource a route takes while its handler runs.
+type slotClass int
+
+const (
+	// slotRequest: the body is read first (bufferBody), then the handler runs in one
+	// of MaxConcurrent request slots.
+	slotRequest slotClass = iota
+	// slotNone: /healthz and /readyz must answer whatever the load.
+	slotNone
+	// slotUpload: the handler streams its body to disk in one of MaxUploads upload
+	// slots, which it takes itself once it knows the caller may upload.
+	slotUpload
+)
+
+// capacity holds the server's request and upload slots and the budget of request
+// bodies read ahead of a slot.
+type capacity struct {
+	slots   chan struct{}
+	uploads chan struct{}
+	bodies  bodyBudget
+}
+
+func newCapacity(cfg *Config) *capacity {
+	return &capacity{
+		slots:   make(chan struct{}, cfg.MaxConcurrent),
+		uploads: make(chan struct{}, cfg.MaxUploads),
+		bodies:  bodyBudget{max: cfg.BodyBufferBytes},
+	}
+}
+
+var (
+	errBusy = &apiError{status: http.StatusServiceUnavailable, retryAfter: time.Second,
 		detail: "the server is at its limit of concurrent requests; retry shortly"}
+	errUploadsBusy = &apiError{status: http.StatusServiceUnavailable, retryAfter: time.Second,
+		detail: "the server is at its limit of concurrent image uploads; retry shortly"}
+)
+
+// requestSlot runs next in a request slot, or answers 503 at once when all are taken:
+// queueing would only turn overload into timeouts and memory growth. The body has been
+// read by then (bufferBody), so a slow client never holds a slot while it sends.
+func (s *Server) requestSlot(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
-			next.ServeHTTP(w, r)
+		select {
+		case s.cap.slots <- struct{}{}:
+		default:
+			s.writeError(w, r, errBusy)
 			return
 		}
-		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
-			next.ServeHTTP(w, r)
-		default:
-			s.writeError(w, r, busy)
+		ri := infoOf(r)
+		if ri != nil {
+			ri.holdsSlot = true
 		}
+		defer func() {
+			if ri == nil || ri.holdsSlot {
+				<-s.cap.slots
+			}
+		}()
+		next.ServeHTTP(w, r)
 	})
+}
+
+// releaseSlot gives the request's slot back before the handler ends, when all that is
+// left is sending a response whose pace the client sets (an image download): a slow
+// reader then holds its connection, not a slot.
+func (s *Server) releaseSlot(r *http.Request) {
+	if ri := infoOf(r); ri != nil && ri.holdsSlot {
+		ri.holdsSlot = false
+		<-s.cap.slots
+	}
+}
+
+// takeUploadSlot reserves one of MaxUploads upload slots; call the result to free it.
+func (s *Server) takeUploadSlot() (release func(), err error) {
+	select {
+	case s.cap.uploads <- struct{}{}:
+		return func() { <-s.cap.uploads }, nil
+	default:
+		return nil, errUploadsBusy
+	}
 }

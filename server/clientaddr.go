@@ -27,3 +27,14 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 	a, _ := netip.ParseAddr(r.RemoteAddr)
 	return a.Unmap()
 }
+
+// addrBlock is a's IPv4 address, or the /64 network of an IPv6 one: the block one
+// host or household usually holds, so that per-address caps count it once.
+func addrBlock(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
+}

@@ -17,6 +17,23 @@ const (
 	DefaultIdleTimeout       = 2 * time.Minute
 	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultMaxConcurrent     = 512
+	// A body may take DefaultBodyTimeout plus a second per DefaultBodyMinRate bytes:
+	// a 1 KiB login 10 s, a 64 MiB image 68 min (--read-timeout caps it first).
+	DefaultBodyTimeout = 10 * time.Second
+	DefaultBodyMinRate = 16 << 10
+	// DefaultBodyBufferBytes bounds the JSON bodies read ahead of a request slot:
+	// 64 bodies at the 1 MiB limit, thousands of ordinary ones.
+	DefaultBodyBufferBytes = 64 << 20
+	// DefaultMaxUploads: an upload costs little memory (it streams to disk) but a
+	// 64 MiB temporary file and disk bandwidth.
+	DefaultMaxUploads = 4
+	// An idle connection costs about 35 KiB of resident memory, one in the middle of
+	// a 60 KiB header block about 150 KiB; at most a quarter may be unfinished, so
+	// 1024 connections stay near 100 MiB whatever clients send (BenchmarkIdle-
+	// ConnectionsRSS, BenchmarkUnfinishedHeadersRSS). One address gets an eighth of
+	// them, plenty for an office behind one NAT address.
+	DefaultMaxConns        = 1024
+	DefaultMaxConnsPerAddr = 128
 )
 
 // setFieldDefaults fills the hardening fields of Config (called by setDefaults).
@@ -47,6 +64,25 @@ func (c *Config) setFieldDefaults() {
 	}
 	if c.MaxConcurrent <= 0 {
 		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.BodyMinRate <= 0 {
+		c.BodyMinRate = DefaultBodyMinRate
+	}
+	if c.BodyBufferBytes <= 0 {
+		// Room for a few bodies at the limit, if an operator raised it.
+		c.BodyBufferBytes = max(DefaultBodyBufferBytes, 4*c.MaxBodyBytes)
+	}
+	if c.MaxUploads <= 0 {
+		c.MaxUploads = DefaultMaxUploads
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxConnsPerAddr <= 0 {
+		c.MaxConnsPerAddr = DefaultMaxConnsPerAddr
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gardend/gardend/imagestore"
+	"github.com/gardend/gardend/server/jsonstream"
 	"github.com/gardend/gardend/store"
 )
 
@@ -17,14 +19,9 @@ const ImageDirName = "images"
 
 func (s *Server) imageRoutes() []route {
 	return []route{
-		{method: "POST", path: "/companies/:company_id/gardens/:garden_id/image", handler: s.handleUploadImage, maxBody: s.cfg.MaxImageBytes},
+		{method: "POST", path: "/companies/:company_id/gardens/:garden_id/image", handler: s.handleUploadImage, maxBody: s.cfg.MaxImageBytes, slot: slotUpload},
 		{method: "GET", path: "/companies/:company_id/gardens/:garden_id/image", handler: s.handleGetImage},
 	}
-}
-
-type imageUpload struct {
-	Image       *string         `json:"image"`
-	Coordinates json.RawMessage `json:"coordinates"`
 }
 
 type imageUploaded struct {
@@ -34,46 +31,131 @@ type imageUploaded struct {
 	Coordinates store.Coordinates `json:"coordinates"`
 }
 
-// handleUploadImage replaces the garden's image and coordinates. The order makes a
-// crash at any point harmless: the file is written and synced under a new name, then
-// one transaction points the garden at it, then the old file goes. A crash before the
-// commit leaves an unreferenced file and one after it an old file; the start-up sweep
-// deletes both.
+// handleUploadImage replaces the garden's image and coordinates. The body streams
+// through an upload slot to a temporary file (receiveImage), so an upload of any size
+// costs a few buffers of memory. The order makes a crash at any point harmless: the
+// file is written and synced under a new name, then one transaction points the garden
+// at it, then the old file goes. A crash before the commit leaves an unreferenced file
+// and one after it an old file; the start-up sweep deletes both.
 func (s *Server) handleUploadImage(w http.ResponseWriter, r *http.Request) {
 	g, err := s.adminGarden(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	var req imageUpload
-	if err := decodeJSON(r, &req); err != nil {
-		s.writeError(w, r, err)
+	if !isJSON(r) {
+		s.writeError(w, r, errNotJSON)
 		return
 	}
-	if req.Image == nil {
-		s.writeError(w, r, badRequest("image", "image is required: "+imagestore.DataURLPrefix+"<base64 PNG>"))
-		return
-	}
-	coords, err := store.ParseCoordinates(req.Coordinates)
+	release, err := s.takeUploadSlot()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	data, err := imagestore.DecodeDataURL(*req.Image)
+	defer release()
+	up, coords, err := s.receiveImage(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	up, err := s.replaceGardenImage(r.Context(), g.ID, data, coords)
+	defer up.Abort() // a no-op once committed
+	width, height, err := up.Finish()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusCreated, up)
+	rel, err := up.Commit()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.setGardenImage(r.Context(), g.ID, rel, coords); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusCreated, imageUploaded{ImagePath: rel, Width: width, Height: height, Coordinates: coords})
 }
 
-// replaceGardenImage checks a PNG and makes it the garden's image with coords: the
-// upload's path, which demo seeding shares.
+// receiveImage reads {"image": "<data URL>", "coordinates": [...]} from the body,
+// streaming the image into an Upload and keeping the other members (at most
+// MaxBodyBytes of them) as JSON. Its errors come in the order a whole-body decode
+// gives them: malformed JSON, a member of the wrong type, no image, bad coordinates;
+// the image's own problems are left to Upload.Finish. On success the caller owns the
+// upload.
+func (s *Server) receiveImage(r *http.Request) (*imagestore.Upload, store.Coordinates, error) {
+	var (
+		up        *imagestore.Upload
+		coordsRaw json.RawMessage
+		typeErr   error
+	)
+	abort := func() {
+		if up != nil {
+			up.Abort()
+			up = nil
+		}
+	}
+	err := jsonstream.NewDecoder(r.Body, s.cfg.MaxBodyBytes).Object(func(name string, v *jsonstream.Value) error {
+		var err error
+		switch {
+		case strings.EqualFold(name, "image"): // encoding/json matches names so
+			abort() // the last one counts
+			if v.Kind() != '"' {
+				if v.Kind() != 'n' && typeErr == nil {
+					typeErr = badRequest("image", "image must be a string")
+				}
+				return nil
+			}
+			if up, err = s.images.NewUpload(); err != nil {
+				return storeError{err}
+			}
+			return v.Stream(uploadWriter{up})
+		case strings.EqualFold(name, "coordinates"):
+			coordsRaw, err = v.Raw()
+		}
+		return err
+	})
+	var stored storeError
+	switch {
+	case errors.As(err, &stored):
+		// Ours, not the client's: a 500.
+	case errors.Is(err, jsonstream.ErrBudget):
+		err = badRequest("body", "the members other than image may take at most "+formatBytes(s.cfg.MaxBodyBytes)+" of JSON")
+	case err != nil:
+		err = jsonError(err)
+	case typeErr != nil:
+		err = typeErr
+	case up == nil:
+		err = badRequest("image", "image is required: "+imagestore.DataURLPrefix+"<base64 PNG>")
+	}
+	var coords store.Coordinates
+	if err == nil {
+		coords, err = store.ParseCoordinates(coordsRaw)
+	}
+	if err != nil {
+		abort()
+		return nil, nil, err
+	}
+	return up, coords, nil
+}
+
+// storeError marks a failure to store the image (the disk's, so a 500), apart from
+// the client's errors in the same stream.
+type storeError struct{ error }
+
+func (e storeError) Unwrap() error { return e.error }
+
+type uploadWriter struct{ up *imagestore.Upload }
+
+func (w uploadWriter) Write(p []byte) (int, error) {
+	n, err := w.up.Write(p)
+	if err != nil {
+		err = storeError{err}
+	}
+	return n, err
+}
+
+// replaceGardenImage checks a PNG held in memory (the demo's) and makes it the
+// garden's image with coords.
 func (s *Server) replaceGardenImage(ctx context.Context, gardenID uint64, data []byte, coords store.Coordinates) (imageUploaded, error) {
 	width, height, err := imagestore.CheckPNG(data)
 	if err != nil {
@@ -83,18 +165,27 @@ func (s *Server) replaceGardenImage(ctx context.Context, gardenID uint64, data [
 	if err != nil {
 		return imageUploaded{}, err
 	}
+	if err := s.setGardenImage(ctx, gardenID, rel, coords); err != nil {
+		return imageUploaded{}, err
+	}
+	return imageUploaded{ImagePath: rel, Width: width, Height: height, Coordinates: coords}, nil
+}
+
+// setGardenImage points the garden at the stored image rel with coords, and deletes
+// the file it replaces; on failure it deletes rel instead.
+func (s *Server) setGardenImage(ctx context.Context, gardenID uint64, rel string, coords store.Coordinates) error {
 	old, err := s.store.SetGardenImage(gardenID, rel, coords)
 	if err != nil {
 		// The record still points at the old image; the new file must not stay.
 		if rmErr := s.images.Remove(rel); rmErr != nil {
 			s.log.Error().Err(rmErr).Str("image_path", rel).Msg("remove image of a failed upload; the next start-up sweep deletes it")
 		}
-		return imageUploaded{}, err
+		return err
 	}
 	if old != "" {
 		s.afterRemove(ctx, store.Removed{ImagePaths: []string{old}})
 	}
-	return imageUploaded{ImagePath: rel, Width: width, Height: height, Coordinates: coords}, nil
+	return nil
 }
 
 // handleGetImage streams {"image": "<data URL>", "coordinates": [...]} with the file
@@ -121,6 +212,11 @@ func (s *Server) handleGetImage(w http.ResponseWriter, r *http.Request) {
 	h["Content-Type"] = headerJSON
 	h.Set("Content-Length", strconv.FormatInt(int64(len(head))+imagestore.EncodedLen(size)+int64(len(mid)+len(tail)+1), 10))
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	// What is left is the client's to pace: it holds its connection, not a slot.
+	s.releaseSlot(r)
 	io.WriteString(w, head)
 	if err := imagestore.WriteDataURL(w, f); err != nil {
 		// The status is sent: cut the response short rather than end it as valid JSON.

@@ -324,3 +324,99 @@ func TestImageSweepAtStart(t *testing.T) {
 		t.Error("the kept image changed")
 	}
 }
+
+// TestImageUploadStreamedJSON: the streamed body is read as encoding/json read it:
+// names in any case and order, escapes (PHP writes "\/"), the last of two images, and
+// the same errors for malformed JSON.
+func TestImageUploadStreamedJSON(t *testing.T) {
+	w := newImageWorld(t, func(c *server.Config) { c.MaxBodyBytes = 4 << 10 })
+	png := fixture(t, "garden.png")
+	coords := `[{"name":"top_left","latitude":52.52,"longitude":13.40},{"name":"top_right","latitude":52.52,"longitude":13.41},{"name":"bottom_left","latitude":52.51,"longitude":13.40}]`
+	escaped := strings.ReplaceAll(dataURL(png), "/", `\/`)
+	ok := []struct{ name, body string }{
+		{"image last", `{"coordinates":` + coords + `,"image":"` + dataURL(png) + `"}`},
+		{"names in another case", `{"Image":"` + dataURL(png) + `","COORDINATES":` + coords + `}`},
+		{"escaped slashes", `{"image":"` + escaped + `","coordinates":` + coords + `}`},
+		{"unicode escapes", `{"image":"\u0064ata:image/png;base64,` + strings.TrimPrefix(dataURL(png), imagestore.DataURLPrefix) + `","coordinates":` + coords + `}`},
+		{"the last image counts", `{"image":"data:image/jpeg;base64,QUJD","image":"` + dataURL(png) + `","coordinates":` + coords + `}`},
+		{"unknown members ignored", `{"x":{"y":[1,2,"]"]},"image":"` + dataURL(png) + `","coordinates":` + coords + `,"z":null}`},
+	}
+	for _, tc := range ok {
+		t.Run(tc.name, func(t *testing.T) {
+			w.ts.must(http.StatusCreated, "POST", w.path, w.admin, tc.body)
+			if !bytes.Equal(w.download(t), png) {
+				t.Error("stored bytes differ")
+			}
+		})
+	}
+	bad := []struct{ name, body, field, detail string }{
+		{"empty", "", "body", "the body is empty; send a JSON object"},
+		{"array", `[1]`, "body", "the body must be a JSON object"},
+		{"two objects", `{"image":"` + dataURL(png) + `","coordinates":` + coords + `} {}`, "body", "the body must hold a single JSON object"},
+		{"cut short", `{"image":"` + dataURL(png)[:100], "body", "the JSON body ends too early"},
+		{"malformed", `{"image" "x"}`, "body", "malformed JSON at byte 10"},
+		{"bad escape in the image", `{"image":"data:\x"}`, "body", "malformed JSON at byte 17"},
+		{"image null", `{"image":null,"coordinates":` + coords + `}`, "image", "image is required: " + imagestore.DataURLPrefix + "<base64 PNG>"},
+		{"image a number", `{"image":5,"coordinates":` + coords + `}`, "image", "image must be a string"},
+		{"syntax beats type", `{"image":5,"coordinates":` + coords + `,}`, "body", ""},
+		{"coordinates beat the image", `{"image":"data:image/jpeg;base64,QUJD","coordinates":5}`, "coordinates", ""},
+		{"image error", `{"image":"data:image/jpeg;base64,QUJD","coordinates":` + coords + `}`, "image", `only PNG is supported: the data URL declares "image/jpeg"; it must start with "data:image/png;base64,"`},
+		{"base64 beats PNG", `{"image":"` + dataURL(fixture(t, "garden.jpg")) + `*","coordinates":` + coords + `}`, "image", ""},
+		{"other members over the JSON limit", `{"x":"` + strings.Repeat("x", 5<<10) + `","image":"` + dataURL(png) + `","coordinates":` + coords + `}`, "body", "the members other than image may take at most 4 KiB of JSON"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			res := w.ts.must(http.StatusBadRequest, "POST", w.path, w.admin, tc.body)
+			detail, fields := res.problem(t)
+			if _, ok := fields[tc.field]; !ok {
+				t.Errorf("errors %v (detail %q), want field %s", fields, detail, tc.field)
+			}
+			if tc.detail != "" && detail != tc.detail {
+				t.Errorf("detail %q, want %q", detail, tc.detail)
+			}
+			if tc.name == "base64 beats PNG" && !strings.Contains(detail, "invalid base64") {
+				t.Errorf("detail %q, want the base64 error", detail)
+			}
+		})
+	}
+	if files := w.files(t); len(files) != 1 {
+		t.Errorf("files %v, want only the last good upload", files)
+	}
+}
+
+// TestImageUploadLimit: MaxUploads uploads stream at once; the next is 503 at once,
+// without reading its body, and the slot is free again afterwards.
+func TestImageUploadLimit(t *testing.T) {
+	w := newImageWorld(t, func(c *server.Config) { c.MaxUploads = 2 })
+	h := w.ts.srv.Handler()
+	var held []*blockingBody
+	done := make(chan int, 2)
+	for range 2 {
+		b := newBlockingBody()
+		held = append(held, b)
+		req := httptest.NewRequest("POST", w.path, b)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Token "+w.admin)
+		go func() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			done <- rec.Code
+		}()
+		<-b.entered
+	}
+	res := w.ts.must(http.StatusServiceUnavailable, "POST", w.path, w.admin, upload(dataURL(fixture(t, "garden.png")), cornersJSON))
+	if res.header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q", res.header.Get("Retry-After"))
+	}
+	// Who may not upload learns that first, busy or not.
+	w.ts.must(http.StatusForbidden, "POST", w.path, w.reader, upload(dataURL(fixture(t, "garden.png")), cornersJSON))
+	for _, b := range held {
+		close(b.release)
+	}
+	for range held {
+		if code := <-done; code != http.StatusBadRequest { // their bodies were empty
+			t.Errorf("held upload: %d", code)
+		}
+	}
+	w.upload(t, fixture(t, "garden.png"))
+}

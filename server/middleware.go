@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log"
 	"net/http"
 	"runtime/debug"
+	"net/url"
 	"strings"
 	"time"
 
@@ -25,6 +27,8 @@ type reqInfo struct {
 	route string
 	// adminSocket marks requests of the CLI's socket.
 	adminSocket bool
+	// holdsSlot: the request holds a request slot (requestSlot, releaseSlot).
+	holdsSlot bool
 }
 
 // Constant header values, shared so hot paths do not allocate a slice per header.
@@ -186,10 +190,13 @@ func withRoute(pattern string, next http.Handler) http.Handler {
 	})
 }
 
-// cors answers preflights and marks responses readable by allowed browser origins.
-// Tokens travel in a header, not cookies, so credentials are never allowed.
+// cors answers preflights and marks responses readable by the configured browser
+// origins. With none configured it adds nothing: only pages of the server's own
+// origin (the built-in web app) can read answers, so a page a farm worker happens to
+// open cannot drive a LAN-only server. Tokens travel in a header, not cookies, so
+// credentials are never allowed.
 func (s *Server) cors(next http.Handler) http.Handler {
-	anyOrigin := len(s.cfg.CORSOrigins) == 0
+	anyOrigin := false
 	allowed := map[string]bool{}
 	for _, o := range s.cfg.CORSOrigins {
 		if o == "*" {
@@ -197,13 +204,14 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		}
 		allowed[strings.TrimSuffix(o, "/")] = true
 	}
+	none := !anyOrigin && len(allowed) == 0
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h["X-Content-Type-Options"] = headerNosniff
 		h["Referrer-Policy"] = headerNoReferrer
 		h["X-Frame-Options"] = headerDeny
 		origin := r.Header.Get("Origin")
-		if origin == "" {
+		if origin == "" || none {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -231,6 +239,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 
 // limitBody caps the request body; reading past it yields *http.MaxBytesError → 413.
 // A declared length over the limit is refused with that same error before reading.
+// The body must also keep pace (paceBody), or reading it fails with 408.
 func (s *Server) limitBody(n int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
@@ -241,6 +250,7 @@ func (s *Server) limitBody(n int64, next http.Handler) http.Handler {
 			s.writeError(w, r, &http.MaxBytesError{Limit: n})
 			return
 		}
+		s.paceBody(w, r)
 		r.Body = http.MaxBytesReader(w, r.Body, n)
 		next.ServeHTTP(w, r)
 	})
@@ -249,4 +259,56 @@ func (s *Server) limitBody(n int64, next http.Handler) http.Handler {
 // newStdLogger routes net/http's internal messages (TLS handshakes, …) to zerolog.
 func newStdLogger(l zerolog.Logger) *log.Logger {
 	return log.New(l.With().Str("component", "http").Logger(), "", 0)
+}
+
+// headOnly serves HEAD with the GET handler: net/http sends the headers and drops the
+// body, and the request's context ends once the headers are written, so that a
+// streaming handler (beds, backup) stops instead of producing a body nobody reads.
+func headOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		next.ServeHTTP(&headWriter{ResponseWriter: w, cancel: cancel}, r.WithContext(ctx))
+	})
+}
+
+type headWriter struct {
+	http.ResponseWriter
+	cancel context.CancelFunc
+}
+
+func (w *headWriter) WriteHeader(code int) {
+	w.ResponseWriter.WriteHeader(code)
+	if code >= 200 {
+		w.cancel()
+	}
+}
+
+func (w *headWriter) Write(b []byte) (int, error) {
+	// Passed on: net/http counts a small body for Content-Length and discards it.
+	n, err := w.ResponseWriter.Write(b)
+	w.cancel()
+	return n, err
+}
+
+func (w *headWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// checkCORSOrigins accepts "*" and origins as browsers send them: scheme://host[:port].
+func checkCORSOrigins(origins []string) error {
+	for _, o := range origins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(strings.TrimSuffix(o, "/"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			return fmt.Errorf("CORS origin %q: give scheme://host[:port] (e.g. https://plantmap.example.org), or * for any origin", o)
+		}
+	}
+	return nil
 }

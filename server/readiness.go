@@ -15,10 +15,20 @@ import (
 // balancer takes a server that is not ready out of rotation; it does not restart it.
 
 // readinessCheck is one thing /readyz checks; name keys it in the answer. A check
-// returns when ctx ends at the latest.
+// returns when ctx ends at the latest, with an optional detail for operators (public:
+// no secrets) and an error when it fails.
 type readinessCheck struct {
 	name  string
-	check func(ctx context.Context) error
+	check func(ctx context.Context) (detail string, err error)
+}
+
+// errSaturated fails a capacity check: the server is healthy but new work would be
+// refused (503) now, so a load balancer should send it elsewhere.
+var errSaturated = errors.New("saturated")
+
+// noDetail adapts a check that has nothing to report beside its error.
+func noDetail(check func(context.Context) error) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) { return "", check(ctx) }
 }
 
 // readinessTimeout bounds each check of one /readyz request.
@@ -27,17 +37,22 @@ const readinessTimeout = 2 * time.Second
 func (s *Server) readinessRoutes() []route {
 	checks := s.readinessChecks()
 	return []route{
-		{method: "GET", path: "/readyz", handler: s.handleReady(checks), public: true},
+		{method: "GET", path: "/readyz", handler: s.handleReady(checks), public: true, slot: slotNone},
 		{method: "GET", path: "/version", handler: s.handleVersion, public: true},
 	}
 }
 
-// readinessChecks: the database answers a read; the spatial server, when one is
+// readinessChecks: a request slot and a connection are free (else new work gets 503
+// or is refused); the database answers a read; the spatial server, when one is
 // configured, is connected (the beds and plants endpoints need it).
 func (s *Server) readinessChecks() []readinessCheck {
-	checks := []readinessCheck{{name: "database", check: s.pingDB}}
+	checks := []readinessCheck{
+		{name: "requests", check: s.checkRequestSlots},
+		{name: "connections", check: s.checkConnections},
+		{name: "database", check: noDetail(s.pingDB)},
+	}
 	if s.spatial != nil {
-		checks = append(checks, readinessCheck{name: "spatial", check: s.spatial.Reachable})
+		checks = append(checks, readinessCheck{name: "spatial", check: noDetail(s.spatial.Reachable)})
 	}
 	return checks
 }
@@ -49,6 +64,7 @@ func (s *Server) Alive(ctx context.Context) error { return s.pingDB(ctx) }
 // checkResult is one check in the /readyz answer.
 type checkResult struct {
 	Status     string  `json:"status"` // "ok" or "failing"
+	Detail     string  `json:"detail,omitempty"`
 	Error      string  `json:"error,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
 }
@@ -68,11 +84,13 @@ func (s *Server) handleReady(checks []readinessCheck) http.HandlerFunc {
 		for _, c := range checks {
 			wg.Go(func() {
 				start := time.Now()
-				err := c.check(ctx)
-				cr := checkResult{Status: "ok", DurationMS: durationMS(time.Since(start))}
+				detail, err := c.check(ctx)
+				cr := checkResult{Status: "ok", Detail: detail, DurationMS: durationMS(time.Since(start))}
 				if err != nil {
 					cr.Status, cr.Error = "failing", publicCheckError(err)
-					s.log.Warn().Err(err).Str("check", c.name).Str("request_id", requestID(r)).Msg("readiness check failed")
+					if !errors.Is(err, errSaturated) { // busy is not broken: no log line per probe
+						s.log.Warn().Err(err).Str("check", c.name).Str("request_id", requestID(r)).Msg("readiness check failed")
+					}
 				}
 				mu.Lock()
 				res.Checks[c.name] = cr
@@ -86,6 +104,7 @@ func (s *Server) handleReady(checks []readinessCheck) http.HandlerFunc {
 		status := http.StatusOK
 		if res.Status != "ready" {
 			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "1")
 		}
 		w.Header()["Cache-Control"] = headerNoStore
 		s.writeJSON(w, r, status, res)
@@ -96,6 +115,8 @@ func (s *Server) handleReady(checks []readinessCheck) http.HandlerFunc {
 // log has that.
 func publicCheckError(err error) string {
 	switch {
+	case errors.Is(err, errSaturated):
+		return "saturated"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "no answer within " + readinessTimeout.String()
 	case errors.Is(err, spatial.ErrUnavailable):

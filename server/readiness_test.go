@@ -35,9 +35,9 @@ func TestReadyz(t *testing.T) {
 		code    int
 		checks  map[string]string // check → status
 	}{
-		{"no spatial server configured", "", http.StatusOK, map[string]string{"database": "ok"}},
-		{"spatial server up", up.Addr(), http.StatusOK, map[string]string{"database": "ok", "spatial": "ok"}},
-		{"spatial server down", down, http.StatusServiceUnavailable, map[string]string{"database": "ok", "spatial": "failing"}},
+		{"no spatial server configured", "", http.StatusOK, map[string]string{"requests": "ok", "connections": "ok", "database": "ok"}},
+		{"spatial server up", up.Addr(), http.StatusOK, map[string]string{"requests": "ok", "connections": "ok", "database": "ok", "spatial": "ok"}},
+		{"spatial server down", down, http.StatusServiceUnavailable, map[string]string{"requests": "ok", "connections": "ok", "database": "ok", "spatial": "failing"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/gardend/gardend/server/jsonstream"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -56,7 +58,7 @@ func isJSON(r *http.Request) bool {
 // of a type error. Unknown fields are ignored (decisions.md).
 func decodeJSON(r *http.Request, dst any) error {
 	if !isJSON(r) {
-		return &apiError{status: http.StatusUnsupportedMediaType, detail: "send the body as application/json"}
+		return errNotJSON
 	}
 	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(dst); err != nil {
@@ -71,15 +73,30 @@ func decodeJSON(r *http.Request, dst any) error {
 	return nil
 }
 
+var errNotJSON = &apiError{status: http.StatusUnsupportedMediaType, detail: "send the body as application/json"}
+
+// jsonError turns an error of decoding a JSON body (encoding/json's or jsonstream's)
+// into one for the client; errors that already have a status pass unchanged.
 func jsonError(err error) error {
 	var (
-		typeErr *json.UnmarshalTypeError
-		syntax  *json.SyntaxError
-		big     *http.MaxBytesError
+		typeErr      *json.UnmarshalTypeError
+		syntax       *json.SyntaxError
+		streamSyntax *jsonstream.SyntaxError
+		big          *http.MaxBytesError
+		api          *apiError
 	)
 	switch {
-	case errors.As(err, &big):
+	case errors.As(err, &big), errors.As(err, &api):
 		return err
+	case errors.As(err, &streamSyntax):
+		return badRequest("body", "malformed JSON at byte "+itoa(streamSyntax.Offset))
+	case errors.Is(err, jsonstream.ErrEmpty):
+		return badRequest("body", "the body is empty; send a JSON object")
+	case errors.Is(err, jsonstream.ErrNotObject):
+		return badRequest("body", "the body must be a JSON object")
+	case errors.Is(err, jsonstream.ErrTrailing):
+		return badRequest("body", "the body must hold a single JSON object")
+
 	case errors.As(err, &typeErr) && typeErr.Field != "":
 		return badRequest(typeErr.Field, typeErr.Field+" must be a "+jsonKind(typeErr.Type.Kind().String()))
 	case errors.As(err, &typeErr):

@@ -16,6 +16,8 @@ type route struct {
 	public bool
 	// maxBody overrides Config.MaxBodyBytes (image upload).
 	maxBody int64
+	// slot is what the handler occupies while it runs (capacity.go).
+	slot slotClass
 }
 
 func (s *Server) allRoutes() []route {
@@ -51,17 +53,26 @@ func (s *Server) buildHandler() http.Handler {
 	r.PanicHandler = nil // observe() recovers, so the access log sees the 500.
 	s.routes = s.allRoutes()
 	for _, rt := range s.routes {
-		h := rt.handler
+		// In order: the body limit and pace, the token (cheap, and it keeps anonymous
+		// bodies off protected routes), reading the body, then a request slot.
+		var h http.Handler = rt.handler
+		if rt.slot == slotRequest {
+			h = s.bufferBody(s.requestSlot(h))
+		}
 		if !rt.public {
-			h = s.authed(h)
+			h = s.authed(h.ServeHTTP)
 		}
 		limit := s.cfg.MaxBodyBytes
 		if rt.maxBody > 0 {
 			limit = rt.maxBody
 		}
-		r.Handler(rt.method, rt.path, withRoute(rt.path, s.limitBody(limit, h)))
+		h = withRoute(rt.path, s.limitBody(limit, h))
+		r.Handler(rt.method, rt.path, h)
+		if rt.method == http.MethodGet {
+			r.Handler(http.MethodHead, rt.path, headOnly(h))
+		}
 	}
-	h := s.observe(s.cors(s.capConcurrency(r)))
+	h := s.observe(s.cors(r))
 	if wrapForTest != nil {
 		h = wrapForTest(s.cfg.DataDir, h)
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // runServer starts the whole server on 127.0.0.1:0 and stops it at cleanup.
-func runServer(t *testing.T, cfg server.Config) (*server.Server, string, context.CancelFunc) {
+func runServer(t testing.TB, cfg server.Config) (*server.Server, string, context.CancelFunc) {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	if cfg.Argon2 == (store.Argon2Params{}) {

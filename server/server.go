@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -28,7 +29,8 @@ type Config struct {
 	Addr    string
 	// TokenTTL is the lifetime of a login token.
 	TokenTTL time.Duration
-	// CORSOrigins lists allowed browser origins; empty or "*" allows any.
+	// CORSOrigins lists the browser origins other than the server's own that may read
+	// its answers; "*" allows any. Empty: same-origin only (no CORS headers at all).
 	CORSOrigins []string
 	// MaxBodyBytes limits JSON bodies; MaxImageBytes the image upload body.
 	MaxBodyBytes  int64
@@ -78,6 +80,17 @@ type Config struct {
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
 	MaxConcurrent     int
+	// Request bodies (capacity.go): each may take BodyTimeout plus a second per
+	// BodyMinRate bytes (408 beyond); bodies read ahead of a request slot may hold
+	// BodyBufferBytes of memory together (503 beyond); MaxUploads image uploads at once.
+	BodyTimeout     time.Duration
+	BodyMinRate     int64
+	BodyBufferBytes int64
+	MaxUploads      int
+	// Open connections (connlimit.go): MaxConns in all, MaxConnsPerAddr from one
+	// client address (an IPv6 /64); the per-address cap is off with TrustProxy.
+	MaxConns        int
+	MaxConnsPerAddr int
 	// TLSCertFile and TLSKeyFile (PEM) enable HTTPS; both or neither.
 	TLSCertFile, TLSKeyFile string
 	// MetricsAddr, when set, serves GET /metrics (Prometheus) on a listener of its
@@ -155,6 +168,10 @@ type Server struct {
 	pingDB  func(context.Context) error
 	handler http.Handler
 	routes  []route
+	// cap holds the request and upload slots; conns is the listener's connection
+	// limiter while Run serves.
+	cap   *capacity
+	conns atomic.Pointer[connLimiter]
 	// logins limits failed logins; tlsConfig is nil without TLS.
 	logins    *loginLimits
 	tlsConfig *tls.Config
@@ -184,6 +201,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if err := CheckCompatLineGap(cfg.CompatLineGap); err != nil {
+		return nil, err
+	}
+	if err := checkCORSOrigins(cfg.CORSOrigins); err != nil {
 		return nil, err
 	}
 	tlsConfig, err := loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.Now(), cfg.Logger)
@@ -218,6 +238,7 @@ func New(cfg Config) (*Server, error) {
 		images: images,
 		pw:     store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
 		ready:  make(chan struct{}),
+		cap:    newCapacity(&cfg),
 
 		metrics: m,
 		pingDB:  shared(st.Ping),
@@ -306,7 +327,14 @@ func (s *Server) Run(ctx context.Context) error {
 		bg.Go(func() { s.probeSpatial(ctx) })
 	}
 
+	perAddr := s.cfg.MaxConnsPerAddr
+	if s.cfg.TrustProxy {
+		perAddr = 0 // every connection comes from the proxy; it limits per client
+	}
+	lim := newConnLimiter(ln, s.cfg.MaxConns, perAddr, s.log)
+	s.conns.Store(lim)
 	hs := s.newHTTPServer(ctx, s.handler)
+	hs.ConnState = lim.track
 	s.mu.Lock()
 	s.addr = ln.Addr().String()
 	s.mu.Unlock()
@@ -314,7 +342,7 @@ func (s *Server) Run(ctx context.Context) error {
 	close(s.ready)
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- serve(hs, ln) }()
+	go func() { serveErr <- serve(hs, lim) }()
 	select {
 	case err := <-serveErr:
 		cancel()

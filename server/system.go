@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -9,13 +10,40 @@ import (
 
 func (s *Server) systemRoutes() []route {
 	return []route{
-		{method: "GET", path: "/healthz", handler: s.handleHealth, public: true},
+		{method: "GET", path: "/healthz", handler: s.handleHealth, public: true, slot: slotNone},
 		{method: "GET", path: "/openapi.yaml", handler: handleOpenAPI, public: true},
 	}
 }
 
+// handleHealth is liveness: the process serves HTTP. It says nothing about load; a
+// supervisor that restarted a busy server would only make things worse.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeRawJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+}
+
+// checkRequestSlots fails while every request slot is taken: new requests get 503.
+func (s *Server) checkRequestSlots(context.Context) (string, error) {
+	used, total := len(s.cap.slots), cap(s.cap.slots)
+	detail := strconv.Itoa(used) + " of " + strconv.Itoa(total) + " request slots in use"
+	if used >= total {
+		return detail, errSaturated
+	}
+	return detail, nil
+}
+
+// checkConnections fails while the connection cap is reached and no connection is
+// idle: a new connection would be refused.
+func (s *Server) checkConnections(context.Context) (string, error) {
+	lim := s.conns.Load()
+	if lim == nil {
+		return "not listening", nil
+	}
+	open, full := lim.saturated()
+	detail := strconv.Itoa(open) + " of " + strconv.Itoa(lim.max) + " connections open"
+	if full {
+		return detail + ", none idle", errSaturated
+	}
+	return detail, nil
 }
 
 func handleOpenAPI(w http.ResponseWriter, r *http.Request) {

@@ -226,7 +226,7 @@ func TestWidgetsByteForByte(t *testing.T) {
 	if got, _ := st.Widgets(u.ID); string(got) != string(doc) {
 		t.Fatalf("got %q, want %q", got, doc)
 	}
-	for _, bad := range []string{"", "  ", "{", "[1,]", "{} {}"} {
+	for _, bad := range []string{"", "  ", "{", "[1,]", "{} {}", "\"\xff\"", "{\"a\":\"\xc3\"}", "\"\xed\xa0\x80\""} {
 		if err := st.SaveWidgets(u.ID, []byte(bad)); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("SaveWidgets(%q) = %v, want ErrInvalid", bad, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -11,7 +12,9 @@ import (
 // MaxWidgetsBytes bounds one user's widgets document.
 const MaxWidgetsBytes = 64 << 10
 
-// SaveWidgets stores doc byte-for-byte; it must be one valid JSON value.
+// SaveWidgets stores doc byte-for-byte; it must be one valid JSON value, in UTF-8
+// (RFC 8259: json.Valid alone lets invalid UTF-8 inside strings through, which would
+// then be served labelled charset=utf-8).
 func (s *Store) SaveWidgets(userID uint64, doc []byte) error {
 	trimmed := bytes.TrimSpace(doc)
 	switch {
@@ -19,6 +22,8 @@ func (s *Store) SaveWidgets(userID uint64, doc []byte) error {
 		return Invalid("body", "the body must be a JSON value; it is empty")
 	case len(doc) > MaxWidgetsBytes:
 		return Invalid("body", fmt.Sprintf("widgets must be at most %d bytes", MaxWidgetsBytes))
+	case !utf8.Valid(doc):
+		return Invalid("body", fmt.Sprintf("the body is not valid UTF-8 (byte %d); send JSON text in UTF-8", invalidUTF8At(doc)))
 	case !json.Valid(doc):
 		return Invalid("body", "the body is not valid JSON")
 	}
@@ -38,4 +43,16 @@ func (s *Store) Widgets(userID uint64) ([]byte, error) {
 		return nil
 	})
 	return out, err
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not valid UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }

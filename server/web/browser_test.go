@@ -117,7 +117,7 @@ func TestWebApp(t *testing.T) {
 		}
 		var errRow string
 		p.eval(`document.querySelector('.panel-beds tr.error-row').textContent`, &errRow)
-		if !strings.Contains(errRow, "GetProjectDetails") || !strings.Contains(errRow, "broken for the test") || !strings.Contains(errRow, fmt.Sprint("Bed ", beds[5].id)) {
+		if !strings.Contains(errRow, "GetProjectDetails") || !strings.Contains(errRow, "spatial server error (Internal)") || strings.Contains(errRow, "broken for the test") || !strings.Contains(errRow, fmt.Sprint("Bed ", beds[5].id)) {
 			p.errorf("error row %q", errRow)
 		}
 		p.checkClean()

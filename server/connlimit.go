@@ -1,0 +1,223 @@
+package server
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// evictNewAfter: a connection that has not finished its first request's headers
+// within this long may be closed to make room (a slow header writer, or a client that
+// connected and went quiet). A younger one is still in a handshake and is left alone.
+const evictNewAfter = time.Second
+
+// connLimiter caps the open connections of a listener: MaxConns in all and
+// MaxConnsPerAddr from one client address. At a cap, a new connection takes the place
+// of the longest-idle keep-alive connection (or of the oldest one still without a
+// whole request) under the same cap, which net/http clients reopen transparently; if
+// every connection there is busy with a request, the new one is closed at once. So
+// idle and half-open connections cannot keep anyone out.
+//
+// Connections still reading their first request's headers are the costly ones (a
+// 60 KiB header block costs about 150 KiB while net/http parses it), so at most a
+// quarter of MaxConns may be in that state: beyond it the oldest of them gives way,
+// whatever its age. Legitimate headers arrive in milliseconds; only a flood of
+// unfinished ones lives long enough to be the oldest.
+type connLimiter struct {
+	net.Listener
+	max, perAddr int // perAddr 0: no per-address cap
+	maxFresh     int // connections without a whole first request
+	log          zerolog.Logger
+	newGrace     time.Duration // evictNewAfter; tests shorten it
+
+	mu     sync.Mutex
+	open   map[*limitedConn]struct{}
+	byAddr map[netip.Addr]int
+	fresh  int // open connections in http.StateNew
+
+	refused, evicted atomic.Uint64
+	lastWarn         atomic.Int64 // unix nanoseconds of the last warning
+}
+
+func newConnLimiter(ln net.Listener, maxConns, perAddr int, log zerolog.Logger) *connLimiter {
+	return &connLimiter{Listener: ln, max: maxConns, perAddr: perAddr, maxFresh: min(maxConns, max(8, maxConns/4)),
+		log: log, newGrace: evictNewAfter,
+		open: make(map[*limitedConn]struct{}), byAddr: make(map[netip.Addr]int)}
+}
+
+// limitedConn is an accepted connection, with the HTTP state net/http reports.
+type limitedConn struct {
+	net.Conn
+	l     *connLimiter
+	addr  netip.Addr
+	state atomic.Int32 // http.ConnState
+	since atomic.Int64 // unix nanoseconds of the last state change
+	once  sync.Once
+}
+
+// Accept returns the next connection the caps admit.
+func (l *connLimiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if lc := l.admit(c); lc != nil {
+			return lc, nil
+		}
+	}
+}
+
+func (l *connLimiter) admit(c net.Conn) *limitedConn {
+	now := time.Now()
+	lc := &limitedConn{Conn: c, l: l, addr: connAddr(c.RemoteAddr())}
+	lc.state.Store(int32(http.StateNew))
+	lc.since.Store(now.UnixNano())
+
+	l.mu.Lock()
+	var victims [2]*limitedConn
+	n := 0
+	full := false
+	switch {
+	case l.perAddr > 0 && l.byAddr[lc.addr] >= l.perAddr:
+		victims[n], full = l.idlest(now, lc.addr, l.newGrace), true
+	case len(l.open) >= l.max:
+		victims[n], full = l.idlest(now, netip.Addr{}, l.newGrace), true
+	}
+	if full && victims[n] == nil {
+		l.mu.Unlock()
+		l.refused.Add(1) // before the close, which the client may observe at once
+		c.Close()
+		l.warn(now, "refused")
+		return nil
+	}
+	if victims[n] != nil {
+		l.forget(victims[n])
+		n++
+	}
+	if l.fresh >= l.maxFresh {
+		if v := l.idlest(now, netip.Addr{}, -1); v != nil {
+			l.forget(v)
+			victims[n] = v
+			n++
+		}
+	}
+	l.open[lc] = struct{}{}
+	l.byAddr[lc.addr]++
+	l.fresh++
+	l.mu.Unlock()
+	for _, v := range victims[:n] {
+		v.Conn.Close() // its own Close finds it forgotten
+		l.evicted.Add(1)
+		l.warn(now, "closed an idle or unfinished connection for")
+	}
+	return lc
+}
+
+// idlest picks the connection to give way: idle the longest, or without a whole
+// request for longer than grace; only from addr unless it is the zero Addr. With a
+// negative grace it picks only among those without a whole request, the oldest.
+func (l *connLimiter) idlest(now time.Time, addr netip.Addr, grace time.Duration) *limitedConn {
+	var best *limitedConn
+	var bestSince int64
+	for c := range l.open {
+		if addr.IsValid() && c.addr != addr {
+			continue
+		}
+		since := c.since.Load()
+		switch http.ConnState(c.state.Load()) {
+		case http.StateIdle:
+			if grace < 0 {
+				continue
+			}
+		case http.StateNew:
+			if grace > 0 && now.Sub(time.Unix(0, since)) < grace {
+				continue
+			}
+		default:
+			continue
+		}
+		if best == nil || since < bestSince {
+			best, bestSince = c, since
+		}
+	}
+	return best
+}
+
+// forget stops counting c; l.mu is held.
+func (l *connLimiter) forget(c *limitedConn) {
+	if _, ok := l.open[c]; !ok {
+		return
+	}
+	delete(l.open, c)
+	if l.byAddr[c.addr]--; l.byAddr[c.addr] <= 0 {
+		delete(l.byAddr, c.addr)
+	}
+	if http.ConnState(c.state.Swap(int32(http.StateClosed))) == http.StateNew {
+		l.fresh--
+	}
+}
+
+func (c *limitedConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.forget(c)
+		c.l.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// track is the http.Server's ConnState hook.
+func (l *connLimiter) track(c net.Conn, st http.ConnState) {
+	if nc, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
+		c = nc.NetConn()
+	}
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	lc.since.Store(time.Now().UnixNano())
+	if st == http.StateNew {
+		return
+	}
+	// Under l.mu, so that leaving StateNew and forget count once between them.
+	l.mu.Lock()
+	if _, counted := l.open[lc]; counted && http.ConnState(lc.state.Swap(int32(st))) == http.StateNew {
+		l.fresh--
+	}
+	l.mu.Unlock()
+}
+
+// saturated reports the open connections and whether a new one would be refused.
+func (l *connLimiter) saturated() (open int, full bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	open = len(l.open)
+	return open, open >= l.max && l.idlest(time.Now(), netip.Addr{}, l.newGrace) == nil
+}
+
+// warn logs that a cap was reached, at most once a minute, with the totals so far.
+func (l *connLimiter) warn(now time.Time, what string) {
+	last := l.lastWarn.Load()
+	if now.UnixNano()-last < int64(time.Minute) || !l.lastWarn.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	l.log.Warn().Int("max_conns", l.max).Int("max_conns_per_addr", l.perAddr).
+		Uint64("refused_total", l.refused.Load()).Uint64("evicted_total", l.evicted.Load()).
+		Msg("connection cap reached: " + what + " a new connection")
+}
+
+// connAddr is the key a connection counts under: its IP address, or the /64 of an
+// IPv6 one, as one host usually holds a whole /64.
+func connAddr(a net.Addr) netip.Addr {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return netip.IPv4Unspecified() // not TCP (a test's pipe): one shared key
+	}
+	return addrBlock(tcp.AddrPort().Addr())
+}
