@@ -78,21 +78,13 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.loginAs(u.ID)
+	res, err := s.issueToken(u)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	w.Header()["Cache-Control"] = headerNoStore // the body is a token
 	s.writeJSON(w, r, http.StatusCreated, res)
-}
-
-func (s *Server) loginAs(userID uint64) (loginResult, error) {
-	res, err := s.issueToken(userID)
-	if err != nil {
-		return res, err
-	}
-	return res, s.store.RecordLogin(userID)
 }
 
 var errBadCredentials = badRequest("", "unable to log in with the provided credentials")
@@ -128,7 +120,16 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	attempt.succeeded()
-	res, err := s.loginAs(u.ID)
+	if s.hooks.verified != nil {
+		s.hooks.verified(u.Username)
+	}
+	// The token is created only if the password just checked is still the account's
+	// and no logout everywhere happened meanwhile: hashing takes a while, and a
+	// password change in that time must shut this login out too.
+	res, err := s.issueToken(u)
+	if errors.Is(err, store.ErrCredentialsChanged) {
+		err = errBadCredentials
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

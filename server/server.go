@@ -136,6 +136,16 @@ type Server struct {
 	mu    sync.Mutex
 	addr  string
 	ready chan struct{}
+
+	hooks testHooks
+}
+
+// testHooks let internal tests stop a request at a chosen point; nil in production.
+// They are set before the server handles requests.
+type testHooks struct {
+	// verified runs in /login after the password was found right, before the token is
+	// created.
+	verified func(username string)
 }
 
 // New opens the data directory and builds the handler; Run serves it.

@@ -22,12 +22,17 @@ type User struct {
 	// SiteAdmin users are admin of every company and garden (created with the CLI).
 	SiteAdmin    bool   `json:"site_admin,omitempty"`
 	PasswordHash string `json:"-"`
+	// CredentialsGen counts the changes that end the account's sessions (a new
+	// password, logging out everywhere). A login creates its token only while the
+	// generation it read before checking the password is still current.
+	CredentialsGen uint64 `json:"-"`
 }
 
-// userRecord is the stored form: User plus the hash, which User hides from JSON.
+// userRecord is the stored form: User plus what User hides from JSON.
 type userRecord struct {
 	User
-	PasswordHash string `json:"password_hash"`
+	PasswordHash   string `json:"password_hash"`
+	CredentialsGen uint64 `json:"credentials_gen,omitempty"`
 }
 
 // NewUser is the input of CreateUser; the password is hashed by the caller.
@@ -157,7 +162,7 @@ func (s *Store) CreateUser(in NewUser) (User, error) {
 
 func (r userRecord) withHash() User {
 	u := r.User
-	u.PasswordHash = r.PasswordHash
+	u.PasswordHash, u.CredentialsGen = r.PasswordHash, r.CredentialsGen
 	return u
 }
 
@@ -202,17 +207,9 @@ func (s *Store) UserByUsername(username string) (User, error) {
 	return u, err
 }
 
-// RecordLogin sets the user's last_login to now.
-func (s *Store) RecordLogin(id uint64) error {
-	return s.updateUser(id, func(tx *bolt.Tx, r *userRecord) error {
-		now := s.now().UTC().Truncate(time.Microsecond)
-		r.LastLogin = &now
-		return nil
-	})
-}
-
 // UpdateUser applies the non-nil fields of up. A new username must be free; a new
-// password hash revokes every token of the user except up.KeepToken.
+// password hash revokes every token of the user except up.KeepToken and starts a new
+// credentials generation, so logins that checked the old password get no token.
 func (s *Store) UpdateUser(id uint64, up UserUpdate) (User, error) {
 	v := &ValidationError{}
 	if up.Username != nil {
@@ -264,6 +261,7 @@ func (s *Store) UpdateUser(id uint64, up UserUpdate) (User, error) {
 		}
 		if up.PasswordHash != nil {
 			r.PasswordHash = *up.PasswordHash
+			r.CredentialsGen++
 			if _, err := revokeUserTokens(tx, id, up.KeepToken); err != nil {
 				return err
 			}
