@@ -95,16 +95,21 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// Counted before the hash is spent; every failure below keeps the count.
-	attempt, err := s.logins.begin(username, clientAddr(r, s.cfg.TrustProxy))
+	// Reserved before the hash is spent, so parallel guesses stay within the limit;
+	// counted only when the password was checked and found wrong.
+	attempt, err := s.logins.begin(r.Context(), username, clientAddr(r, s.cfg.TrustProxy))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	wrong := false
+	defer func() { attempt.settle(wrong) }()
 	u, err := s.store.UserByUsername(username)
 	if errors.Is(err, store.ErrNotFound) {
-		// Hash anyway so response time does not reveal which usernames exist.
-		s.pw.Hash(r.Context(), password)
+		// Hash anyway so response time does not reveal which usernames exist. A hash
+		// that never ran (the client went away while it queued) checked nothing.
+		_, err := s.pw.Hash(r.Context(), password)
+		wrong = err == nil
 		s.writeError(w, r, errBadCredentials)
 		return
 	} else if err != nil {
@@ -116,10 +121,10 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		if err != nil && r.Context().Err() == nil {
 			s.log.Error().Err(err).Uint64("user_id", u.ID).Msg("verify password")
 		}
+		wrong = err == nil
 		s.writeError(w, r, errBadCredentials)
 		return
 	}
-	attempt.succeeded()
 	if s.hooks.verified != nil {
 		s.hooks.verified(u.Username)
 	}

@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -168,5 +170,135 @@ func TestLoginInFlightSurvivesProfileChange(t *testing.T) {
 	close(held.release)
 	if rec := <-done; rec.Code != http.StatusOK {
 		t.Fatalf("login: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// loginFrom posts credentials from a client address.
+func (s *Server) loginFrom(ctx context.Context, username, password, remote string) *httptest.ResponseRecorder {
+	req := httptest.NewRequestWithContext(ctx, "POST", "/login", strings.NewReader(s.loginBody(username, password)))
+	req.Header.Set("Content-Type", "application/json")
+	req.RemoteAddr = remote
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	return rec
+}
+
+// Correct logins in flight are not failures: more of them at once than the failure
+// limit, for one account or from one address (a farm office at 8 a.m.), all succeed.
+// The first `limit` are held after their password check while the others arrive, so
+// on the old code (which counted every attempt until it succeeded) they got 429.
+func TestConcurrentCorrectLoginsAreNotRefused(t *testing.T) {
+	const limit, extra = DefaultLoginFailLimit, 4
+	for _, tc := range []struct {
+		name string
+		user func(i int) string
+		addr func(i int) string
+	}{
+		{"one account from many addresses", func(int) string { return "ann" }, func(i int) string { return fmt.Sprintf("192.0.2.%d:1000", i+1) }},
+		{"one account from one address", func(int) string { return "ann" }, func(int) string { return "192.0.2.1:1000" }},
+		{"many accounts from one address", func(i int) string { return fmt.Sprintf("worker%d", i) }, func(int) string { return "198.51.100.7:4000" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newInternalServer(t, nil)
+			for i := range limit + extra {
+				if i == 0 || tc.user(i) != tc.user(0) {
+					s.createTestUser(t, tc.user(i), "right-password-1")
+				}
+			}
+			held := holdLogins(s, limit)
+			waiting := make(chan struct{}, 64)
+			s.logins.waiting = func() {
+				select {
+				case waiting <- struct{}{}:
+				default:
+				}
+			}
+			answers := make(chan *httptest.ResponseRecorder, limit+extra)
+			for i := range limit + extra {
+				go func() {
+					answers <- s.loginFrom(context.Background(), tc.user(i), "right-password-1", tc.addr(i))
+				}()
+			}
+			for range limit {
+				<-held.arrived
+			}
+			// The others have arrived too: each is answered or waits for room.
+			var got []*httptest.ResponseRecorder
+			for arrived := 0; arrived < extra; arrived++ {
+				select {
+				case rec := <-answers:
+					got = append(got, rec)
+				case <-waiting:
+				}
+			}
+			close(held.release)
+			for len(got) < limit+extra {
+				got = append(got, <-answers)
+			}
+			for _, rec := range got {
+				if rec.Code != http.StatusOK {
+					t.Errorf("correct login answered %d: %s", rec.Code, rec.Body)
+				}
+			}
+			// Nothing was counted: a full allowance of failures is left.
+			for i := range limit {
+				if rec := s.loginFrom(context.Background(), tc.user(0), "wrong-password", tc.addr(0)); rec.Code != http.StatusBadRequest {
+					t.Fatalf("failure %d after the burst: %d, want 400", i+1, rec.Code)
+				}
+			}
+			if rec := s.loginFrom(context.Background(), tc.user(0), "wrong-password", tc.addr(0)); rec.Code != http.StatusTooManyRequests {
+				t.Fatalf("failure beyond the limit: %d, want 429", rec.Code)
+			}
+		})
+	}
+}
+
+// Logins given up before their password was checked (the client went away while it
+// queued) count nothing, whether the password was right or wrong and whether the
+// account exists: a second flood after an abandoned one is not refused.
+func TestAbandonedLoginsDoNotCount(t *testing.T) {
+	s := newInternalServer(t, nil)
+	s.createTestUser(t, "ann", "right-password-1")
+	const office = "192.0.2.9:1000"
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 3 * DefaultLoginFailLimit {
+		for _, pw := range []string{"right-password-1", "wrong-password"} {
+			for _, user := range []string{"ann", "nobody"} {
+				if rec := s.loginFrom(gone, user, pw, office); rec.Code == http.StatusOK {
+					t.Fatalf("a cancelled login of %s got a token", user)
+				}
+			}
+		}
+	}
+	for i := range DefaultLoginFailLimit {
+		if rec := s.loginFrom(context.Background(), "ann", "wrong-password", office); rec.Code != http.StatusBadRequest {
+			t.Fatalf("failure %d after the abandoned flood: %d, want 400", i+1, rec.Code)
+		}
+	}
+	if rec := s.loginFrom(context.Background(), "ann", "right-password-1", office); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("after the limit of checked failures: %d, want 429", rec.Code)
+	}
+}
+
+// The flush of issue 8: failures of thousands of other usernames from other addresses
+// fill the failure table, but the username locked out first stays locked out.
+func TestLockedUsernameSurvivesTableFlush(t *testing.T) {
+	const keys = 20
+	s := newInternalServer(t, func(s *Server) {
+		s.logins = newLoginLimits(DefaultLoginFailLimit, time.Minute, keys, s.cfg.Now)
+	})
+	s.createTestUser(t, "ann", "right-password-1")
+	for i := range DefaultLoginFailLimit {
+		s.loginFrom(context.Background(), "ann", "wrong-password", fmt.Sprintf("192.0.2.%d:1", i+1))
+	}
+	for i := range 5 * keys {
+		remote := fmt.Sprintf("10.0.%d.%d:1", i/250, i%250+1)
+		if rec := s.loginFrom(context.Background(), fmt.Sprintf("other%d", i), "wrong-password", remote); rec.Code != http.StatusBadRequest {
+			t.Fatalf("flush attempt %d: %d", i, rec.Code)
+		}
+	}
+	if rec := s.loginFrom(context.Background(), "ann", "right-password-1", "203.0.113.1:1"); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("locked username after the flush: %d %s, want 429", rec.Code, rec.Body)
 	}
 }

@@ -181,7 +181,7 @@ func New(cfg Config) (*Server, error) {
 		pw:     store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
 		ready:  make(chan struct{}),
 
-		logins:    newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, loginLimitKeys, cfg.Now),
+		logins:    newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, limitKeys, cfg.Now),
 		tlsConfig: tlsConfig,
 	}
 	if err := s.sweepImages(); err != nil {
