@@ -15,6 +15,9 @@ type fieldOptions struct {
 	loginFailLimit  int
 	loginFailWindow time.Duration
 	registration    server.RegistrationMode
+	registerLimit   int
+	registerGlobal  int
+	registerWindow  time.Duration
 	maxConcurrent   int
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
@@ -27,6 +30,9 @@ func (o *fieldOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.loginFailLimit, "login-fail-limit", server.DefaultLoginFailLimit, "failed logins allowed per --login-fail-window, per username and per client address; then 429")
 	f.DurationVar(&o.loginFailWindow, "login-fail-window", server.DefaultLoginFailWindow, "window of --login-fail-limit, counted from a key's first failure")
 	f.Var((*registrationValue)(&o.registration), "registration", "who may create accounts: open (POST /register) or closed (only gardend user create)")
+	f.IntVar(&o.registerLimit, "register-limit", server.DefaultRegisterLimit, "accounts POST /register may create per client address per --register-window; then 429")
+	f.IntVar(&o.registerGlobal, "register-global-limit", server.DefaultRegisterGlobalLimit, "accounts POST /register may create in all per --register-window; then 429")
+	f.DurationVar(&o.registerWindow, "register-window", server.DefaultRegisterWindow, "window of --register-limit and --register-global-limit")
 	f.IntVar(&o.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "requests handled at once; beyond it 503 with Retry-After (/healthz exempt)")
 	f.DurationVar(&o.readTimeout, "read-timeout", server.DefaultReadTimeout, "time to read a whole request, body included (raise for large images on slow links)")
 	f.DurationVar(&o.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "time to handle a request and write the answer (streams extend it while they progress)")
@@ -41,6 +47,12 @@ func (o *fieldOptions) validate() error {
 		return errors.New("--login-fail-limit must be at least 1")
 	case o.loginFailWindow <= 0:
 		return errors.New("--login-fail-window must be positive (e.g. 1m)")
+	case o.registerLimit < 1:
+		return errors.New("--register-limit must be at least 1 (use --registration closed to stop registrations)")
+	case o.registerGlobal < 1:
+		return errors.New("--register-global-limit must be at least 1 (use --registration closed to stop registrations)")
+	case o.registerWindow <= 0:
+		return errors.New("--register-window must be positive (e.g. 1h)")
 	case o.maxConcurrent < 1:
 		return errors.New("--max-concurrent must be at least 1")
 	case o.readTimeout <= 0:
@@ -54,6 +66,7 @@ func (o *fieldOptions) validate() error {
 func (o *fieldOptions) apply(c *server.Config) {
 	c.LoginFailLimit, c.LoginFailWindow = o.loginFailLimit, o.loginFailWindow
 	c.Registration = o.registration
+	c.RegisterLimit, c.RegisterGlobalLimit, c.RegisterWindow = o.registerLimit, o.registerGlobal, o.registerWindow
 	c.MaxConcurrent = o.maxConcurrent
 	c.ReadTimeout, c.WriteTimeout = o.readTimeout, o.writeTimeout
 	c.TLSCertFile, c.TLSKeyFile = o.tlsCert, o.tlsKey

@@ -40,6 +40,48 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	in, password, err := req.validate()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Fail fast on a taken name before spending a hash on it; CreateUser re-checks.
+	if _, err := s.store.UserByUsername(in.Username); err == nil {
+		s.writeError(w, r, badRequest("username", "username "+quote(in.Username)+" is already taken"))
+		return
+	}
+	// Reserved before the hash; only an account created counts.
+	reg, err := s.registrations.begin(r.Context(), clientAddr(r, s.cfg.TrustProxy))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	created := false
+	defer func() { reg.settle(created) }()
+	// Behind every login and password change in the hashing line.
+	in.PasswordHash, err = s.pw.HashAs(r.Context(), store.Background, password)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	u, err := s.store.CreateUser(in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	created = true
+	res, err := s.issueToken(u)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header()["Cache-Control"] = headerNoStore // the body is a token
+	s.writeJSON(w, r, http.StatusCreated, res)
+}
+
+// validate checks every field, as CreateUser will, before any hash is spent: the new
+// account and the clear-text password.
+func (req registerRequest) validate() (store.NewUser, string, error) {
 	v := &store.ValidationError{}
 	required := func(field string, p *string) string {
 		if p == nil {
@@ -48,43 +90,27 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		}
 		return *p
 	}
-	username, password := required("username", req.Username), required("password", req.Password)
-	first, last := required("first_name", req.FirstName), required("last_name", req.LastName)
+	in := store.NewUser{
+		Username:  required("username", req.Username),
+		FirstName: required("first_name", req.FirstName),
+		LastName:  required("last_name", req.LastName),
+	}
+	password := required("password", req.Password)
+	if req.Email != nil {
+		in.Email = *req.Email
+	}
+	var fields *store.ValidationError
+	if errors.As(in.Validate(), &fields) {
+		for f, msg := range fields.Fields {
+			v.Add(f, msg)
+		}
+	}
 	if req.Password != nil {
-		if msg := store.ValidatePassword(password, username); msg != "" {
+		if msg := store.ValidatePassword(password, in.Username); msg != "" {
 			v.Add("password", msg)
 		}
 	}
-	if err := v.OrNil(); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	// Fail fast on a taken name before spending a hash on it; CreateUser re-checks.
-	if _, err := s.store.UserByUsername(username); err == nil {
-		s.writeError(w, r, badRequest("username", "username "+quote(username)+" is already taken"))
-		return
-	}
-	hash, err := s.pw.Hash(r.Context(), password)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	email := ""
-	if req.Email != nil {
-		email = *req.Email
-	}
-	u, err := s.store.CreateUser(store.NewUser{Username: username, FirstName: first, LastName: last, Email: email, PasswordHash: hash})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.issueToken(u)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.Header()["Cache-Control"] = headerNoStore // the body is a token
-	s.writeJSON(w, r, http.StatusCreated, res)
+	return in, password, v.OrNil()
 }
 
 var errBadCredentials = badRequest("", "unable to log in with the provided credentials")

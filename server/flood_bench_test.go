@@ -166,9 +166,20 @@ const mib = 1 << 20
 // password as fast as they are answered, with the production argon2 cost, while
 // another client lists its companies every 20 ms. Run it with a fixed count, e.g.
 // -bench LoginFlood -benchtime 400x. It reports logins/s, the login p50 and p99, the
-// p99 of GET /companies during the flood and the peak heap.
+// p99 of GET /companies during the flood and the peak heap, with the default number
+// of hashes at once (as many as cores) and with others for comparison.
 func BenchmarkLoginFlood(b *testing.B) {
-	f := newFlood(b, nil)
+	for _, slots := range []int{0, 1, 2, 4} {
+		name := fmt.Sprintf("hashing=%d", slots)
+		if slots == 0 {
+			name = "hashing=default"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkLoginFlood(b, slots) })
+	}
+}
+
+func benchmarkLoginFlood(b *testing.B, slots int) {
+	f := newFlood(b, func(c *server.Config) { c.MaxHashing = slots })
 	stop := make(chan struct{})
 	peak := heapPeak(5*time.Millisecond, stop)
 	companies := &latencies{}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -39,7 +40,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// SweepInterval is how often expired tokens are deleted.
 	SweepInterval time.Duration
-	// Argon2 and MaxHashing set password hashing cost and concurrency.
+	// Argon2 and MaxHashing set password hashing cost and concurrency: at most
+	// MaxHashing hashes at once (default: one per core, see DefaultMaxHashing), and
+	// together at most MaxHashing × Argon2.Memory.
 	Argon2     store.Argon2Params
 	MaxHashing int
 	// AdminSocket enables the CLI's Unix socket in the data directory.
@@ -59,6 +62,11 @@ type Config struct {
 	LoginFailLimit  int
 	LoginFailWindow time.Duration
 	Registration    RegistrationMode
+	// RegisterLimit accounts may be registered per client address, and
+	// RegisterGlobalLimit in all, per RegisterWindow (registration.go).
+	RegisterLimit       int
+	RegisterGlobalLimit int
+	RegisterWindow      time.Duration
 	// Timeouts and limits of the HTTP server; MaxConcurrent requests at once, 503 beyond.
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -72,6 +80,10 @@ type Config struct {
 	Now    func() time.Time
 	Logger zerolog.Logger
 }
+
+// DefaultMaxHashing is one hash at once per core the process may use: more only
+// share the cores and each takes longer (BenchmarkLoginFlood measures it).
+func DefaultMaxHashing() int { return runtime.GOMAXPROCS(0) }
 
 // Defaults for Config fields left zero.
 const (
@@ -104,13 +116,14 @@ func (c *Config) setDefaults() {
 		c.Argon2 = store.DefaultArgon2
 	}
 	if c.MaxHashing <= 0 {
-		c.MaxHashing = 4
+		c.MaxHashing = DefaultMaxHashing()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	c.Clouds.setDefaults()
 	c.setFieldDefaults()
+	c.setRegistrationDefaults()
 }
 
 // Server is the running service.
@@ -123,9 +136,11 @@ type Server struct {
 	admin   *Admin
 	handler http.Handler
 	routes  []route
-	// logins limits failed logins; tlsConfig is nil without TLS.
-	logins    *loginLimits
-	tlsConfig *tls.Config
+	// logins limits failed logins, registrations created accounts; tlsConfig is nil
+	// without TLS.
+	logins        *loginLimits
+	registrations *registrationLimits
+	tlsConfig     *tls.Config
 	// spatial and clouds are nil without a spatial data server.
 	spatial *spatial.Client
 	clouds  *cloudPool
@@ -181,8 +196,9 @@ func New(cfg Config) (*Server, error) {
 		pw:     store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
 		ready:  make(chan struct{}),
 
-		logins:    newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, limitKeys, cfg.Now),
-		tlsConfig: tlsConfig,
+		logins:        newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, limitKeys, cfg.Now),
+		registrations: newRegistrationLimits(cfg),
+		tlsConfig:     tlsConfig,
 	}
 	if err := s.sweepImages(); err != nil {
 		st.Close()
@@ -207,6 +223,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Store is the opened store, for tests that set up records directly.
 func (s *Server) Store() *store.Store { return s.store }
+
+// Passwords is the password hasher, for tests that count hashes.
+func (s *Server) Passwords() *store.Passwords { return s.pw }
 
 // Images is the garden image store, for tests that inject faults into it.
 func (s *Server) Images() *imagestore.Store { return s.images }

@@ -538,6 +538,8 @@ func TestSoak(t *testing.T) {
 	srv, err := server.New(server.Config{
 		DataDir: dir, Addr: "127.0.0.1:0", Argon2: cheapArgon2, ShutdownTimeout: 10 * time.Second,
 		Logger: zerolog.New(logs),
+		// Every worker registers from loopback.
+		RegisterLimit: soakWorkers * soakMaxUsers, RegisterGlobalLimit: soakWorkers * soakMaxUsers,
 	})
 	if err != nil {
 		t.Fatal(err)

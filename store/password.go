@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -58,6 +59,7 @@ var ErrHashBudget = errors.New("password hash needs more memory than the hashing
 type Passwords struct {
 	params Argon2Params
 	queue  *hashQueue
+	hashes atomic.Uint64
 }
 
 // NewPasswords allows at most maxConcurrent hashes at once (at least 1).
@@ -65,6 +67,9 @@ func NewPasswords(p Argon2Params, maxConcurrent int) *Passwords {
 	maxConcurrent = max(maxConcurrent, 1)
 	return &Passwords{params: p, queue: newHashQueue(maxConcurrent, uint64(maxConcurrent)*p.memoryKiB())}
 }
+
+// Hashes is how many argon2 hashes were computed (hashed or verified) so far.
+func (p *Passwords) Hashes() uint64 { return p.hashes.Load() }
 
 // MemoryBudget is the most memory, in bytes, that hashes in progress hold together.
 func (p *Passwords) MemoryBudget() uint64 { return p.queue.memory * 1024 }
@@ -78,7 +83,7 @@ func (p *Passwords) acquire(ctx context.Context, prio Priority, memKiB uint64) (
 	if err := p.queue.acquire(ctx, prio, memKiB); err != nil {
 		return nil, err
 	}
-	return func() { p.queue.release(memKiB) }, nil
+	return func() { p.hashes.Add(1); p.queue.release(memKiB) }, nil
 }
 
 // Hash returns "$argon2id$v=19$m=…,t=…,p=…$salt$key", as a foreground hash.

@@ -113,8 +113,9 @@ func ValidateEmail(v string) string {
 	return ""
 }
 
-// CreateUser stores a new user; a taken username is ErrConflict.
-func (s *Store) CreateUser(in NewUser) (User, error) {
+// Validate checks every field of a new account but the password hash, so a caller
+// can refuse a bad request before it spends a hash on it.
+func (in NewUser) Validate() error {
 	v := &ValidationError{}
 	if msg := ValidateUsername(in.Username); msg != "" {
 		v.Add("username", msg)
@@ -128,11 +129,16 @@ func (s *Store) CreateUser(in NewUser) (User, error) {
 	if msg := ValidateEmail(in.Email); msg != "" {
 		v.Add("email", msg)
 	}
-	if in.PasswordHash == "" {
-		v.Add("password", "password is required")
-	}
-	if err := v.OrNil(); err != nil {
+	return v.OrNil()
+}
+
+// CreateUser stores a new user; a taken username is ErrConflict.
+func (s *Store) CreateUser(in NewUser) (User, error) {
+	if err := in.Validate(); err != nil {
 		return User{}, err
+	}
+	if in.PasswordHash == "" {
+		return User{}, Invalid("password", "password is required")
 	}
 	rec := userRecord{User: User{
 		Username: in.Username, FirstName: in.FirstName, LastName: in.LastName, Email: in.Email,
