@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/store"
 )
 
 type serveOptions struct {
@@ -92,6 +94,16 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		Logger:          log,
 	}
 	o.field.apply(&cfg)
+	limit, source, setLimit, err := memoryLimit(o.field.memoryLimit, cfg.MaxHashing)
+	if err != nil {
+		return err
+	}
+	if setLimit {
+		defer server.SetMemoryLimit(limit)()
+	}
+	defer server.ReserveHashingProcs(cfg.MaxHashing)()
+	log.Info().Int("max_hashing", cfg.MaxHashing).Int64("hashing_budget_mib", server.HashingMemory(store.DefaultArgon2, cfg.MaxHashing)>>20).
+		Int64("memory_limit_mib", debug.SetMemoryLimit(-1)>>20).Str("memory_limit_from", source).Msg("memory")
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

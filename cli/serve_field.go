@@ -19,6 +19,8 @@ type fieldOptions struct {
 	registerGlobal  int
 	registerWindow  time.Duration
 	maxConcurrent   int
+	maxHashing      int
+	memoryLimit     string
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
 	tlsCert         string
@@ -34,6 +36,8 @@ func (o *fieldOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.registerGlobal, "register-global-limit", server.DefaultRegisterGlobalLimit, "accounts POST /register may create in all per --register-window; then 429")
 	f.DurationVar(&o.registerWindow, "register-window", server.DefaultRegisterWindow, "window of --register-limit and --register-global-limit")
 	f.IntVar(&o.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "requests handled at once; beyond it 503 with Retry-After (/healthz exempt)")
+	f.IntVar(&o.maxHashing, "max-hashing", server.DefaultMaxHashing(), "password hashes at once (default: one per core); each holds 64 MiB, so this times 64 MiB is the hashing memory budget")
+	f.StringVar(&o.memoryLimit, "memory-limit", memoryLimitAuto, "soft limit of the Go heap, e.g. 384MiB: the garbage collector works harder near it (auto: GOMEMLIMIT if set, else the hashing budget + 128 MiB; off: none)")
 	f.DurationVar(&o.readTimeout, "read-timeout", server.DefaultReadTimeout, "time to read a whole request, body included (raise for large images on slow links)")
 	f.DurationVar(&o.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "time to handle a request and write the answer (streams extend it while they progress)")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS, TLS 1.2 or newer; needs --tls-key")
@@ -55,6 +59,8 @@ func (o *fieldOptions) validate() error {
 		return errors.New("--register-window must be positive (e.g. 1h)")
 	case o.maxConcurrent < 1:
 		return errors.New("--max-concurrent must be at least 1")
+	case o.maxHashing < 1:
+		return errors.New("--max-hashing must be at least 1")
 	case o.readTimeout <= 0:
 		return errors.New("--read-timeout must be positive (e.g. 2m)")
 	case o.writeTimeout <= 0:
@@ -68,6 +74,7 @@ func (o *fieldOptions) apply(c *server.Config) {
 	c.Registration = o.registration
 	c.RegisterLimit, c.RegisterGlobalLimit, c.RegisterWindow = o.registerLimit, o.registerGlobal, o.registerWindow
 	c.MaxConcurrent = o.maxConcurrent
+	c.MaxHashing = o.maxHashing
 	c.ReadTimeout, c.WriteTimeout = o.readTimeout, o.writeTimeout
 	c.TLSCertFile, c.TLSKeyFile = o.tlsCert, o.tlsKey
 }

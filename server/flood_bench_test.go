@@ -166,20 +166,34 @@ const mib = 1 << 20
 // password as fast as they are answered, with the production argon2 cost, while
 // another client lists its companies every 20 ms. Run it with a fixed count, e.g.
 // -bench LoginFlood -benchtime 400x. It reports logins/s, the login p50 and p99, the
-// p99 of GET /companies during the flood and the peak heap, with the default number
-// of hashes at once (as many as cores) and with others for comparison.
+// p99 of GET /companies during the flood and the peak heap. The process is set up as
+// gardend serve sets it up (hashes get Ps of their own, the default memory limit),
+// with the default number of hashes at once (one per core) and others for comparison,
+// and once without the Ps of their own.
 func BenchmarkLoginFlood(b *testing.B) {
-	for _, slots := range []int{0, 1, 2, 4} {
-		name := fmt.Sprintf("hashing=%d", slots)
-		if slots == 0 {
-			name = "hashing=default"
-		}
-		b.Run(name, func(b *testing.B) { benchmarkLoginFlood(b, slots) })
+	cores := server.DefaultMaxHashing()
+	for _, tc := range []struct {
+		name     string
+		hashing  int
+		ownProcs bool
+	}{
+		{"hashing=default", cores, true},
+		{"hashing=1", 1, true},
+		{"hashing=4", 4, true},
+		{"hashing=default,shared-procs", cores, false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if tc.ownProcs {
+				defer server.ReserveHashingProcs(tc.hashing)()
+			}
+			defer server.SetMemoryLimit(server.DefaultMemoryLimit(store.DefaultArgon2, tc.hashing))()
+			benchmarkLoginFlood(b, tc.hashing)
+		})
 	}
 }
 
-func benchmarkLoginFlood(b *testing.B, slots int) {
-	f := newFlood(b, func(c *server.Config) { c.MaxHashing = slots })
+func benchmarkLoginFlood(b *testing.B, hashing int) {
+	f := newFlood(b, func(c *server.Config) { c.MaxHashing = hashing })
 	stop := make(chan struct{})
 	peak := heapPeak(5*time.Millisecond, stop)
 	companies := &latencies{}
@@ -218,13 +232,15 @@ func benchmarkLoginFlood(b *testing.B, slots int) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// registrationFlood runs workers that register fresh accounts until stop is closed and
-// returns how many were created.
-func (f *flood) registrationFlood(workers int, stop <-chan struct{}) *atomic.Int64 {
+// registrationFlood runs workers that register fresh accounts until stop is closed or
+// n accounts were created (n < 0: no such end), and returns the count of created
+// accounts and a channel closed when every worker is done.
+func (f *flood) registrationFlood(workers int, n int64, stop <-chan struct{}) (*atomic.Int64, <-chan struct{}) {
 	var created, seq atomic.Int64
+	var wg sync.WaitGroup
 	for w := range workers {
-		go func() {
-			for {
+		wg.Go(func() {
+			for n < 0 || created.Load() < n {
 				select {
 				case <-stop:
 					return
@@ -236,9 +252,11 @@ func (f *flood) registrationFlood(workers int, stop <-chan struct{}) *atomic.Int
 					created.Add(1)
 				}
 			}
-		}()
+		})
 	}
-	return &created
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return &created, done
 }
 
 // BenchmarkLoginDuringRegistrationFlood: 48 clients register accounts as fast as they
@@ -248,8 +266,7 @@ func BenchmarkLoginDuringRegistrationFlood(b *testing.B) {
 	f := newFlood(b, nil)
 	stop := make(chan struct{})
 	peak := heapPeak(5*time.Millisecond, stop)
-	created := f.registrationFlood(48, stop)
-	time.Sleep(200 * time.Millisecond) // let the flood fill the queue first
+	created, _ := f.registrationFlood(48, -1, stop)
 	b.ResetTimer()
 	start := time.Now()
 	lat, failed := f.loginFlood(1, int64(b.N))
@@ -264,4 +281,41 @@ func BenchmarkLoginDuringRegistrationFlood(b *testing.B) {
 	b.ReportMetric(float64(created.Load())/elapsed.Seconds(), "registrations/s")
 	b.ReportMetric(float64(<-peak)/mib, "peak-heap-MiB")
 	b.ReportMetric(0, "ns/op")
+}
+
+// The hashing memory is a hard cap: under a flood of correct logins and one of
+// registrations, with the production argon2 cost (64 MiB per hash) and two hashes at
+// once, the heap stays within serve's default memory limit (the hashing budget plus
+// headroom), give or take the one hash that may start as the collector does. Before,
+// four hashes at once and the garbage of finished ones took it past 600 MiB.
+func TestHashingHeapBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hashes 64 MiB at a time for a few seconds; skipped with -short")
+	}
+	const hashing, logins, registrations = 2, 16, 8
+	f := newFlood(t, func(c *server.Config) {
+		c.MaxHashing = hashing
+		c.RegisterLimit, c.RegisterGlobalLimit = 1000, 1000
+	})
+	limit := server.DefaultMemoryLimit(store.DefaultArgon2, hashing)
+	defer server.SetMemoryLimit(limit)() // as gardend serve does
+	runtime.GC()
+	stop := make(chan struct{})
+	peak := heapPeak(2*time.Millisecond, stop)
+	// Registrations wait behind logins: they finish alone once the logins are done.
+	created, registered := f.registrationFlood(8, registrations, stop)
+	_, failed := f.loginFlood(8, logins)
+	<-registered
+	close(stop)
+	got := <-peak
+	t.Logf("peak heap %d MiB with %d logins and %d registrations; hashing budget %d MiB, memory limit %d MiB",
+		got/mib, logins, created.Load(), server.HashingMemory(store.DefaultArgon2, hashing)/mib, limit/mib)
+	if failed > 0 {
+		t.Errorf("%d logins failed", failed)
+	}
+	// The limit is soft: an allocation is never refused, and one hash allocates its
+	// 64 MiB at once.
+	if bound := uint64(limit) + store.DefaultArgon2.MemoryBytes(); got > bound {
+		t.Fatalf("peak heap %d MiB, over the %d MiB limit and one hash", got/mib, limit/mib)
+	}
 }

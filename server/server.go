@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 
@@ -80,10 +79,6 @@ type Config struct {
 	Now    func() time.Time
 	Logger zerolog.Logger
 }
-
-// DefaultMaxHashing is one hash at once per core the process may use: more only
-// share the cores and each takes longer (BenchmarkLoginFlood measures it).
-func DefaultMaxHashing() int { return runtime.GOMAXPROCS(0) }
 
 // Defaults for Config fields left zero.
 const (

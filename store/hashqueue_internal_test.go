@@ -160,22 +160,27 @@ func TestHashQueueBudgetHolds(t *testing.T) {
 }
 
 // A stored hash asking for more memory than all slots together may use is refused
-// before anything is allocated; a hash within the budget is checked.
+// before anything is allocated; a default hash always fits, even beside cheaper
+// parameters.
 func TestVerifyRefusesHashOverBudget(t *testing.T) {
-	small := Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}
-	big := Argon2Params{Time: 1, Memory: 1024, Threads: 1, KeyLen: 32}
-	hash, err := NewPasswords(big, 1).Hash(context.Background(), "garden-secret")
+	cheap := Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}
+	p := NewPasswords(cheap, 2)
+	if want := 2 * DefaultArgon2.MemoryBytes(); p.MemoryBudget() != want {
+		t.Fatalf("budget %d bytes, want %d", p.MemoryBudget(), want)
+	}
+	// 1 GiB: within Verify's sanity bounds, over the 128 MiB budget.
+	huge := "$argon2id$v=19$m=1048576,t=1,p=1$c2FsdHNhbHRzYWx0c2FsdA$a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U"
+	if ok, err := p.Verify(context.Background(), huge, "garden-secret"); ok || !errors.Is(err, ErrHashBudget) {
+		t.Fatalf("Verify of a 1 GiB hash with a 128 MiB budget: %v, %v", ok, err)
+	}
+	if p.queue.freeSlot != 2 || p.queue.freeMem != p.queue.memory {
+		t.Fatal("a refused hash kept part of the budget")
+	}
+	def, err := NewPasswords(DefaultArgon2, 1).Hash(context.Background(), "garden-secret")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := NewPasswords(small, 4) // a budget of 4 × 64 KiB
-	if p.MemoryBudget() != 4*64*1024 {
-		t.Fatalf("budget %d bytes", p.MemoryBudget())
-	}
-	if ok, err := p.Verify(context.Background(), hash, "garden-secret"); ok || !errors.Is(err, ErrHashBudget) {
-		t.Fatalf("Verify of a 1 MiB hash with a 256 KiB budget: %v, %v", ok, err)
-	}
-	if ok, err := NewPasswords(small, 16).Verify(context.Background(), hash, "garden-secret"); !ok || err != nil {
-		t.Fatalf("within the budget: %v, %v", ok, err)
+	if ok, err := p.Verify(context.Background(), def, "garden-secret"); !ok || err != nil {
+		t.Fatalf("a default hash with cheap parameters configured: %v, %v", ok, err)
 	}
 }

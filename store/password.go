@@ -23,8 +23,11 @@ type Argon2Params struct {
 }
 
 // DefaultArgon2 costs about 40 ms of CPU per hash on a farm-edge box (measured; see
-// README) and 64 MiB of memory, RFC 9106's memory-constrained recommendation.
-var DefaultArgon2 = Argon2Params{Time: 1, Memory: 64 * 1024, Threads: 2, KeyLen: 32}
+// README) and 64 MiB of memory, RFC 9106's memory-constrained recommendation. One
+// lane: a hash then runs on one thread, the low-priority one Passwords gives it, and
+// a busy server hashes on every core at once anyway (hashes with more lanes, stored
+// before, still verify).
+var DefaultArgon2 = Argon2Params{Time: 1, Memory: 64 * 1024, Threads: 1, KeyLen: 32}
 
 // memoryKiB is what a hash with these parameters allocates: argon2 rounds the memory
 // down to whole segments and up to at least two blocks per segment.
@@ -32,6 +35,9 @@ func (p Argon2Params) memoryKiB() uint64 {
 	lanes := 4 * uint64(p.Threads)
 	return max(uint64(p.Memory)/lanes*lanes, 2*lanes)
 }
+
+// MemoryBytes is what one hash with these parameters allocates.
+func (p Argon2Params) MemoryBytes() uint64 { return p.memoryKiB() * 1024 }
 
 // Priority orders hashes that wait for the hashing budget.
 type Priority uint8
@@ -62,10 +68,18 @@ type Passwords struct {
 	hashes atomic.Uint64
 }
 
-// NewPasswords allows at most maxConcurrent hashes at once (at least 1).
+// NewPasswords allows at most maxConcurrent hashes at once (at least 1), within
+// HashingBudget(p, maxConcurrent).
 func NewPasswords(p Argon2Params, maxConcurrent int) *Passwords {
 	maxConcurrent = max(maxConcurrent, 1)
-	return &Passwords{params: p, queue: newHashQueue(maxConcurrent, uint64(maxConcurrent)*p.memoryKiB())}
+	return &Passwords{params: p, queue: newHashQueue(maxConcurrent, HashingBudget(p, maxConcurrent)/1024)}
+}
+
+// HashingBudget is the memory, in bytes, that maxConcurrent hashes may hold together:
+// maxConcurrent hashes with p or with DefaultArgon2, whichever needs more, so that
+// the hashes gardend writes by default always verify (with cheaper parameters too).
+func HashingBudget(p Argon2Params, maxConcurrent int) uint64 {
+	return uint64(max(maxConcurrent, 1)) * max(p.MemoryBytes(), DefaultArgon2.MemoryBytes())
 }
 
 // Hashes is how many argon2 hashes were computed (hashed or verified) so far.
@@ -102,7 +116,10 @@ func (p *Passwords) HashAs(ctx context.Context, prio Priority, password string) 
 		return "", err
 	}
 	defer release()
-	key := argon2.IDKey([]byte(password), salt, p.params.Time, p.params.Memory, p.params.Threads, p.params.KeyLen)
+	var key []byte
+	onHashThread(func() {
+		key = argon2.IDKey([]byte(password), salt, p.params.Time, p.params.Memory, p.params.Threads, p.params.KeyLen)
+	})
 	enc := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version,
 		p.params.Memory, p.params.Time, p.params.Threads, enc.EncodeToString(salt), enc.EncodeToString(key)), nil
@@ -138,6 +155,9 @@ func (p *Passwords) Verify(ctx context.Context, encoded, password string) (bool,
 		return false, err
 	}
 	defer release()
-	got := argon2.IDKey([]byte(password), salt, par.Time, par.Memory, par.Threads, uint32(len(want)))
+	var got []byte
+	onHashThread(func() {
+		got = argon2.IDKey([]byte(password), salt, par.Time, par.Memory, par.Threads, uint32(len(want)))
+	})
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
 }
