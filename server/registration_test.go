@@ -85,3 +85,27 @@ func TestRegisterValidatesBeforeHashing(t *testing.T) {
 		t.Fatalf("%d hashes for one registration", n)
 	}
 }
+
+// Usernames that render alike are one account: fullwidth and mathematical letters
+// are the plain ones (NFKC), lookalike letters of other scripts are refused, and the
+// plain account logs in whichever form is typed.
+func TestRegisterLookalikeUsernames(t *testing.T) {
+	h := newHarness(t)
+	h.register("bob")
+	for _, name := range []string{"ｂｏｂ", "𝐛𝐨𝐛", "𝖇𝖔𝖇", "bоb", "ｂоｂ", "Ьob"} {
+		h.do("POST", "/register", "", map[string]string{
+			"username": name, "password": "pw-of-someone", "first_name": "F", "last_name": "L",
+		}).expectProblem(http.StatusBadRequest, "")
+	}
+	h.login("ｂｏｂ", "pw-bob-123").expect(http.StatusOK)
+	h.login("bоb", "pw-bob-123").expect(http.StatusBadRequest) // Cyrillic о: no such account
+	// A fullwidth registration is stored, and shown, plain.
+	token := h.register("ｃａｒｏｌ")
+	if got := h.do("GET", "/user", token, nil).expect(http.StatusOK).json()["username"]; got != "carol" {
+		t.Fatalf("username %v, want carol", got)
+	}
+	// The password must not be the username in any of its forms.
+	h.do("POST", "/register", "", map[string]string{
+		"username": "ｇａｒｄｅｎｅｒ", "password": "gardener", "first_name": "F", "last_name": "L",
+	}).expectProblem(http.StatusBadRequest, "password")
+}

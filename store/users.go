@@ -81,7 +81,9 @@ func ValidatePassword(password, username string) string {
 		return "password must be at most 256 characters"
 	case strings.Trim(password, "0123456789") == "":
 		return "password must not be entirely numeric"
-	case password == username:
+	case NormalizeUsername(password) == NormalizeUsername(username):
+		// Compared as the username is stored: "ｇａｒｄｅｎｅｒ" is the username
+		// "gardener".
 		return "password must not equal the username"
 	}
 	return ""
@@ -114,10 +116,11 @@ func ValidateEmail(v string) string {
 }
 
 // Validate checks every field of a new account but the password hash, so a caller
-// can refuse a bad request before it spends a hash on it.
+// can refuse a bad request before it spends a hash on it. The username is checked in
+// the form it will be stored in (NormalizeUsername).
 func (in NewUser) Validate() error {
 	v := &ValidationError{}
-	if msg := ValidateUsername(in.Username); msg != "" {
+	if msg := ValidateNewUsername(in.Username); msg != "" {
 		v.Add("username", msg)
 	}
 	if msg := ValidateName(in.FirstName); msg != "" {
@@ -132,8 +135,10 @@ func (in NewUser) Validate() error {
 	return v.OrNil()
 }
 
-// CreateUser stores a new user; a taken username is ErrConflict.
+// CreateUser stores a new user under the normalised form of its username; a name
+// taken, or one that looks like a taken one, is ErrConflict.
 func (s *Store) CreateUser(in NewUser) (User, error) {
+	in.Username = NormalizeUsername(in.Username)
 	if err := in.Validate(); err != nil {
 		return User{}, err
 	}
@@ -145,9 +150,8 @@ func (s *Store) CreateUser(in NewUser) (User, error) {
 		DateJoined: s.now().UTC().Truncate(time.Microsecond), SiteAdmin: in.SiteAdmin,
 	}, PasswordHash: in.PasswordHash}
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		names := tx.Bucket(bucketUsernames)
-		if names.Get([]byte(in.Username)) != nil {
-			return fmt.Errorf("%w: username %q is already taken", ErrConflict, in.Username)
+		if err := claimUsername(tx, in.Username, 0); err != nil {
+			return err
 		}
 		users := tx.Bucket(bucketUsers)
 		id, err := users.NextSequence()
@@ -155,7 +159,7 @@ func (s *Store) CreateUser(in NewUser) (User, error) {
 			return err
 		}
 		rec.ID = id
-		if err := names.Put([]byte(in.Username), itob(id)); err != nil {
+		if err := putUsername(tx, in.Username, id); err != nil {
 			return err
 		}
 		return putJSON(users, itob(id), rec)
@@ -180,14 +184,6 @@ func getUser(tx *bolt.Tx, id uint64) (User, error) {
 	return rec.withHash(), nil
 }
 
-func userIDByName(tx *bolt.Tx, username string) (uint64, bool) {
-	v := tx.Bucket(bucketUsernames).Get([]byte(username))
-	if v == nil {
-		return 0, false
-	}
-	return btoi(v), true
-}
-
 // UserByID returns the user with id.
 func (s *Store) UserByID(id uint64) (User, error) {
 	var u User
@@ -198,7 +194,8 @@ func (s *Store) UserByID(id uint64) (User, error) {
 	return u, err
 }
 
-// UserByUsername returns the user named username (case-sensitive).
+// UserByUsername returns the user named username (case-sensitive): the account of
+// that exact name, else of its normalised form (see userIDByName).
 func (s *Store) UserByUsername(username string) (User, error) {
 	var u User
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -219,9 +216,11 @@ func (s *Store) UserByUsername(username string) (User, error) {
 func (s *Store) UpdateUser(id uint64, up UserUpdate) (User, error) {
 	v := &ValidationError{}
 	if up.Username != nil {
-		if msg := ValidateUsername(*up.Username); msg != "" {
+		if msg := ValidateNewUsername(*up.Username); msg != "" {
 			v.Add("username", msg)
 		}
+		name := NormalizeUsername(*up.Username)
+		up.Username = &name
 	}
 	if up.FirstName != nil {
 		if msg := ValidateName(*up.FirstName); msg != "" {
@@ -244,14 +243,13 @@ func (s *Store) UpdateUser(id uint64, up UserUpdate) (User, error) {
 	var out User
 	err := s.updateUser(id, func(tx *bolt.Tx, r *userRecord) error {
 		if up.Username != nil && *up.Username != r.Username {
-			names := tx.Bucket(bucketUsernames)
-			if names.Get([]byte(*up.Username)) != nil {
-				return fmt.Errorf("%w: username %q is already taken", ErrConflict, *up.Username)
-			}
-			if err := names.Delete([]byte(r.Username)); err != nil {
+			if err := claimUsername(tx, *up.Username, id); err != nil {
 				return err
 			}
-			if err := names.Put([]byte(*up.Username), itob(id)); err != nil {
+			if err := deleteUsername(tx, r.Username, id); err != nil {
+				return err
+			}
+			if err := putUsername(tx, *up.Username, id); err != nil {
 				return err
 			}
 			r.Username = *up.Username
