@@ -251,7 +251,18 @@ func (s *Server) handlePutUser(w http.ResponseWriter, r *http.Request) {
 	}
 	me := currentUser(r)
 	up := store.UserUpdate{Username: req.Username, FirstName: req.FirstName, LastName: req.LastName, Email: req.Email}
-	if req.Password != nil {
+	if err := up.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// The password must not equal the username, whichever of the two changes: the
+	// rule is checked against the account as authenticated, and the update applies
+	// only if neither changed since.
+	if req.Username != nil || req.Password != nil {
+		up.IfUnchanged = me
+	}
+	switch {
+	case req.Password != nil:
 		name := me.Username
 		if req.Username != nil {
 			name = *req.Username
@@ -268,6 +279,11 @@ func (s *Server) handlePutUser(w http.ResponseWriter, r *http.Request) {
 		token, _ := bearerToken(r)
 		digest := store.TokenDigest(token)
 		up.PasswordHash, up.KeepToken = &hash, digest[:]
+	case req.Username != nil:
+		if err := s.checkNotPassword(r, me, *req.Username); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	u, err := s.store.UpdateUser(me.ID, up)
 	if err != nil {
@@ -275,6 +291,31 @@ func (s *Server) handlePutUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, u)
+}
+
+// checkNotPassword refuses a new username that is the account's current password (as
+// typed or as it will be stored), which the rule checked when the password was set
+// could not foresee. It costs a hash, as a password check does.
+func (s *Server) checkNotPassword(r *http.Request, me *store.User, username string) error {
+	candidates := []string{username}
+	if normal := store.NormalizeUsername(username); normal != username {
+		candidates = append(candidates, normal)
+	}
+	for _, c := range candidates {
+		same, err := s.pw.Verify(r.Context(), me.PasswordHash, c)
+		if err != nil {
+			if r.Context().Err() != nil {
+				return err
+			}
+			// A hash this build cannot check: the rule cannot be either.
+			s.log.Warn().Err(err).Uint64("user_id", me.ID).Msg("rename: cannot compare the new username with the password")
+			return nil
+		}
+		if same {
+			return badRequest("username", "username must not equal the password")
+		}
+	}
+	return nil
 }
 
 func (s *Server) handleSaveWidgets(w http.ResponseWriter, r *http.Request) {

@@ -59,3 +59,27 @@ func TestCreateLoginTokenIsConditional(t *testing.T) {
 		t.Fatalf("malformed digest: %v", err)
 	}
 }
+
+// An update checked against the account as read applies only while its username and
+// credentials are still those: a concurrent rename or password change makes it a
+// conflict instead of letting the pair break the password ≠ username rule.
+func TestUpdateUserIfUnchanged(t *testing.T) {
+	st, _ := mustOpen(t)
+	read := newUser(t, st, "ann")
+	hash := "other-hash"
+	if _, err := st.UpdateUser(read.ID, store.UserUpdate{PasswordHash: &hash}); err != nil {
+		t.Fatal(err)
+	}
+	name := "annie"
+	if _, err := st.UpdateUser(read.ID, store.UserUpdate{Username: &name, IfUnchanged: &read}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("rename checked against the old password: %v, want ErrConflict", err)
+	}
+	current, _ := st.UserByUsername("ann")
+	renamed, err := st.UpdateUser(read.ID, store.UserUpdate{Username: &name, IfUnchanged: &current})
+	if err != nil || renamed.Username != "annie" {
+		t.Fatalf("rename checked against the current account: %+v, %v", renamed, err)
+	}
+	if _, err := st.UpdateUser(read.ID, store.UserUpdate{PasswordHash: &hash, IfUnchanged: &current}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("password change checked against the old name: %v, want ErrConflict", err)
+	}
+}

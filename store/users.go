@@ -54,6 +54,36 @@ type UserUpdate struct {
 	PasswordHash *string
 	// KeepToken, with a password change, is the digest of the only token that survives.
 	KeepToken []byte
+	// IfUnchanged, when set, is the user as the caller read it to check a rule between
+	// its username and password: the update applies only while both are still those.
+	IfUnchanged *User
+}
+
+// Validate checks the fields being changed (a new username in its stored form), so a
+// caller can refuse a bad request before it spends a hash on a new password.
+func (up UserUpdate) Validate() error {
+	v := &ValidationError{}
+	if up.Username != nil {
+		if msg := ValidateNewUsername(*up.Username); msg != "" {
+			v.Add("username", msg)
+		}
+	}
+	if up.FirstName != nil {
+		if msg := ValidateName(*up.FirstName); msg != "" {
+			v.Add("first_name", "first_name "+msg)
+		}
+	}
+	if up.LastName != nil {
+		if msg := ValidateName(*up.LastName); msg != "" {
+			v.Add("last_name", "last_name "+msg)
+		}
+	}
+	if up.Email != nil {
+		if msg := ValidateEmail(*up.Email); msg != "" {
+			v.Add("email", msg)
+		}
+	}
+	return v.OrNil()
 }
 
 var usernamePattern = regexp.MustCompile(`^[\p{L}\p{N}@.+\-_]+$`)
@@ -210,38 +240,23 @@ func (s *Store) UserByUsername(username string) (User, error) {
 	return u, err
 }
 
-// UpdateUser applies the non-nil fields of up. A new username must be free; a new
+// UpdateUser applies the non-nil fields of up. A new username (stored normalised)
+// must be free and not look like a taken one; a new
 // password hash revokes every token of the user except up.KeepToken and starts a new
 // credentials generation, so logins that checked the old password get no token.
 func (s *Store) UpdateUser(id uint64, up UserUpdate) (User, error) {
-	v := &ValidationError{}
+	if err := up.Validate(); err != nil {
+		return User{}, err
+	}
 	if up.Username != nil {
-		if msg := ValidateNewUsername(*up.Username); msg != "" {
-			v.Add("username", msg)
-		}
 		name := NormalizeUsername(*up.Username)
 		up.Username = &name
 	}
-	if up.FirstName != nil {
-		if msg := ValidateName(*up.FirstName); msg != "" {
-			v.Add("first_name", "first_name "+msg)
-		}
-	}
-	if up.LastName != nil {
-		if msg := ValidateName(*up.LastName); msg != "" {
-			v.Add("last_name", "last_name "+msg)
-		}
-	}
-	if up.Email != nil {
-		if msg := ValidateEmail(*up.Email); msg != "" {
-			v.Add("email", msg)
-		}
-	}
-	if err := v.OrNil(); err != nil {
-		return User{}, err
-	}
 	var out User
 	err := s.updateUser(id, func(tx *bolt.Tx, r *userRecord) error {
+		if was := up.IfUnchanged; was != nil && (r.Username != was.Username || r.CredentialsGen != was.CredentialsGen) {
+			return fmt.Errorf("%w: the account's username or password changed while this request was handled; send it again", ErrConflict)
+		}
 		if up.Username != nil && *up.Username != r.Username {
 			if err := claimUsername(tx, *up.Username, id); err != nil {
 				return err
