@@ -35,7 +35,7 @@ func memoryLimit(flag string, maxHashing int) (limit int64, source string, ok bo
 	}
 	if limit <= budget {
 		return 0, "", false, fmt.Errorf("--memory-limit %s is not above the hashing budget of %d MiB (--max-hashing %d × %d MiB): raise it or lower --max-hashing",
-			flag, budget>>20, maxHashing, store.DefaultArgon2.MemoryBytes()>>20)
+			flag, budget>>20, maxHashing, budget/int64(maxHashing)>>20)
 	}
 	return limit, "--memory-limit", true, nil
 }

@@ -36,7 +36,7 @@ func (o *fieldOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.registerGlobal, "register-global-limit", server.DefaultRegisterGlobalLimit, "accounts POST /register may create in all per --register-window; then 429")
 	f.DurationVar(&o.registerWindow, "register-window", server.DefaultRegisterWindow, "window of --register-limit and --register-global-limit")
 	f.IntVar(&o.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "requests handled at once; beyond it 503 with Retry-After (/healthz exempt)")
-	f.IntVar(&o.maxHashing, "max-hashing", server.DefaultMaxHashing(), "password hashes at once (one per core unless set); each holds 64 MiB, so this times 64 MiB is the hashing memory budget")
+	f.IntVar(&o.maxHashing, "max-hashing", server.DefaultMaxHashing(), "password hashes at once (one per core unless set); each may hold 64 MiB, so this times 64 MiB is the hashing memory budget")
 	f.StringVar(&o.memoryLimit, "memory-limit", memoryLimitAuto, "soft limit of the Go heap, e.g. 384MiB: the garbage collector works harder near it (auto: GOMEMLIMIT if set, else the hashing budget + 128 MiB; off: none)")
 	f.DurationVar(&o.readTimeout, "read-timeout", server.DefaultReadTimeout, "time to read a whole request, body included (raise for large images on slow links)")
 	f.DurationVar(&o.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "time to handle a request and write the answer (streams extend it while they progress)")

@@ -284,7 +284,7 @@ func BenchmarkLoginDuringRegistrationFlood(b *testing.B) {
 }
 
 // The hashing memory is a hard cap: under a flood of correct logins and one of
-// registrations, with the production argon2 cost (64 MiB per hash) and two hashes at
+// registrations, with the production argon2 cost (46 MiB per hash) and two hashes at
 // once, the heap stays within serve's default memory limit (the hashing budget plus
 // headroom), give or take the one hash that may start as the collector does. Before,
 // four hashes at once and the garbage of finished ones took it past 600 MiB.
@@ -314,7 +314,7 @@ func TestHashingHeapBounded(t *testing.T) {
 		t.Errorf("%d logins failed", failed)
 	}
 	// The limit is soft: an allocation is never refused, and one hash allocates its
-	// 64 MiB at once.
+	// memory at once.
 	if bound := uint64(limit) + store.DefaultArgon2.MemoryBytes(); got > bound {
 		t.Fatalf("peak heap %d MiB, over the %d MiB limit and one hash", got/mib, limit/mib)
 	}

@@ -165,7 +165,7 @@ func TestHashQueueBudgetHolds(t *testing.T) {
 func TestVerifyRefusesHashOverBudget(t *testing.T) {
 	cheap := Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}
 	p := NewPasswords(cheap, 2)
-	if want := 2 * DefaultArgon2.MemoryBytes(); p.MemoryBudget() != want {
+	if want := uint64(2 * SlotMemory); p.MemoryBudget() != want {
 		t.Fatalf("budget %d bytes, want %d", p.MemoryBudget(), want)
 	}
 	// 1 GiB: within Verify's sanity bounds, over the 128 MiB budget.
@@ -176,11 +176,16 @@ func TestVerifyRefusesHashOverBudget(t *testing.T) {
 	if p.queue.freeSlot != 2 || p.queue.freeMem != p.queue.memory {
 		t.Fatal("a refused hash kept part of the budget")
 	}
-	def, err := NewPasswords(DefaultArgon2, 1).Hash(context.Background(), "garden-secret")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := p.Verify(context.Background(), def, "garden-secret"); !ok || err != nil {
-		t.Fatalf("a default hash with cheap parameters configured: %v, %v", ok, err)
+	// Hashes gardend wrote before (64 MiB, two lanes) and writes now verify with one
+	// slot, with cheap parameters configured.
+	one := NewPasswords(cheap, 1)
+	for _, par := range []Argon2Params{{Time: 1, Memory: 64 * 1024, Threads: 2, KeyLen: 32}, DefaultArgon2} {
+		h, err := NewPasswords(par, 1).Hash(context.Background(), "garden-secret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := one.Verify(context.Background(), h, "garden-secret"); !ok || err != nil {
+			t.Fatalf("hash with %+v: %v, %v", par, ok, err)
+		}
 	}
 }

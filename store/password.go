@@ -22,12 +22,17 @@ type Argon2Params struct {
 	KeyLen  uint32
 }
 
-// DefaultArgon2 costs about 40 ms of CPU per hash on a farm-edge box (measured; see
-// README) and 64 MiB of memory, RFC 9106's memory-constrained recommendation. One
-// lane: a hash then runs on one thread, the low-priority one Passwords gives it, and
-// a busy server hashes on every core at once anyway (hashes with more lanes, stored
-// before, still verify).
-var DefaultArgon2 = Argon2Params{Time: 1, Memory: 64 * 1024, Threads: 1, KeyLen: 32}
+// DefaultArgon2 is OWASP's argon2id recommendation (46 MiB, one pass, one lane): about
+// 40 ms of CPU per hash on a farm-edge box (BenchmarkLoginFlood), so two cores check
+// some 45 passwords a second. One lane: a hash runs on one thread, the low-priority
+// one Passwords gives it, and a busy server hashes on every core at once anyway.
+// Hashes stored with other parameters (gardend wrote 64 MiB and two lanes before)
+// still verify.
+var DefaultArgon2 = Argon2Params{Time: 1, Memory: 46 * 1024, Threads: 1, KeyLen: 32}
+
+// SlotMemory is the memory each hashing slot may hold at least: that of the hashes
+// gardend wrote before DefaultArgon2 took 46 MiB, so that they verify with one slot.
+const SlotMemory = 64 << 20
 
 // memoryKiB is what a hash with these parameters allocates: argon2 rounds the memory
 // down to whole segments and up to at least two blocks per segment.
@@ -76,10 +81,10 @@ func NewPasswords(p Argon2Params, maxConcurrent int) *Passwords {
 }
 
 // HashingBudget is the memory, in bytes, that maxConcurrent hashes may hold together:
-// maxConcurrent hashes with p or with DefaultArgon2, whichever needs more, so that
-// the hashes gardend writes by default always verify (with cheaper parameters too).
+// SlotMemory each, or what a hash with p needs if that is more, so that the hashes
+// gardend writes and wrote by default always verify (with cheaper parameters too).
 func HashingBudget(p Argon2Params, maxConcurrent int) uint64 {
-	return uint64(max(maxConcurrent, 1)) * max(p.MemoryBytes(), DefaultArgon2.MemoryBytes())
+	return uint64(max(maxConcurrent, 1)) * max(p.MemoryBytes(), SlotMemory)
 }
 
 // Hashes is how many argon2 hashes were computed (hashed or verified) so far.
