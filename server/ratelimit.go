@@ -41,20 +41,31 @@ type attemptLimits struct {
 	waiting func()
 }
 
-// limitDim is one kind of key: its limit, window, settled counts and reservations.
+// limitDim is one kind of key: its limit, window, settled counts, reservations and
+// attempts waiting for room.
 type limitDim struct {
 	limit   int32
 	window  time.Duration
 	counts  windowTable
 	pending map[uint64]int32
-	// exhausted answers a key at its limit; full, a new key when the table holds
-	// only keys at their limit.
-	exhausted, full string
+	waiters map[uint64]int32
+	msg     limitMessages
 }
 
-func newLimitDim(limit int, window time.Duration, maxKeys int, exhausted, full string) *limitDim {
+// limitMessages are a limitDim's 429 details.
+type limitMessages struct {
+	// exhausted answers a key at its limit; full, a new key when the table holds only
+	// keys at their limit; busy, a key with as many attempts waiting as its limit.
+	exhausted, full, busy string
+}
+
+// busyRetry is the Retry-After of a key with too many attempts waiting: those in
+// flight settle within a hash or two.
+const busyRetry = time.Second
+
+func newLimitDim(limit int, window time.Duration, maxKeys int, msg limitMessages) *limitDim {
 	return &limitDim{limit: int32(limit), window: window, counts: newWindowTable(maxKeys),
-		pending: make(map[uint64]int32), exhausted: exhausted, full: full}
+		pending: make(map[uint64]int32), waiters: make(map[uint64]int32), msg: msg}
 }
 
 func newAttemptLimits(now func() time.Time, dims ...*limitDim) *attemptLimits {
@@ -69,42 +80,66 @@ type reservation struct {
 
 // begin reserves room for one attempt under keys (one per dimension, in order). It
 // waits while only reservations in flight stand in the way, and returns a 429
-// apiError when a key has used up its window, or the context's error.
+// apiError when a key has used up its window, or the context's error. At most as
+// many attempts as the limit wait per key; more are refused at once, so that a
+// flood of attempts at one key cannot hold request slots while it waits.
 func (l *attemptLimits) begin(ctx context.Context, keys ...uint64) (reservation, error) {
+	var blocked []int // the dimensions whose room attempts in flight hold
 	for {
 		l.mu.Lock()
 		now := l.now()
-		wait := false
+		blocked = blocked[:0]
 		for i, d := range l.dims {
 			k := keys[i]
 			if retry := d.counts.retryAfter(k, now, d.limit, d.window); retry > 0 {
 				l.mu.Unlock()
-				return reservation{}, tooMany(d.exhausted, retry)
+				return reservation{}, tooMany(d.msg.exhausted, retry)
 			}
 			if retry := d.counts.roomFor(k, now, d.window); retry > 0 {
 				l.mu.Unlock()
-				return reservation{}, tooMany(d.full, retry)
+				return reservation{}, tooMany(d.msg.full, retry)
 			}
 			if d.counts.count(k, now, d.window)+d.pending[k] >= d.limit {
-				wait = true
+				if d.waiters[k] >= d.limit {
+					l.mu.Unlock()
+					return reservation{}, tooMany(d.msg.busy, busyRetry)
+				}
+				blocked = append(blocked, i)
 			}
 		}
-		if !wait {
+		if len(blocked) == 0 {
 			for i, d := range l.dims {
 				d.pending[keys[i]]++
 			}
 			l.mu.Unlock()
 			return reservation{l: l, keys: keys}, nil
 		}
+		l.addWaiters(blocked, keys, 1)
 		settled := l.settled
 		if l.waiting != nil {
 			l.waiting()
 		}
 		l.mu.Unlock()
+		var err error
 		select {
 		case <-settled:
 		case <-ctx.Done():
-			return reservation{}, ctx.Err()
+			err = ctx.Err()
+		}
+		l.mu.Lock()
+		l.addWaiters(blocked, keys, -1)
+		l.mu.Unlock()
+		if err != nil {
+			return reservation{}, err
+		}
+	}
+}
+
+func (l *attemptLimits) addWaiters(dims []int, keys []uint64, n int32) {
+	for _, i := range dims {
+		d, k := l.dims[i], keys[i]
+		if d.waiters[k] += n; d.waiters[k] <= 0 {
+			delete(d.waiters, k)
 		}
 	}
 }
@@ -142,13 +177,14 @@ type loginLimits struct {
 }
 
 func newLoginLimits(limit int, window time.Duration, maxKeys int, now func() time.Time) *loginLimits {
-	const exhausted = "too many failed logins for this account or from this address; wait before trying again"
-	const full = "too many failed logins on this server right now; wait before trying again"
+	msg := limitMessages{
+		exhausted: "too many failed logins for this account or from this address; wait before trying again",
+		full:      "too many failed logins on this server right now; wait before trying again",
+		busy:      "too many logins for this account or from this address at once; try again in a moment",
+	}
 	return &loginLimits{
-		attemptLimits: newAttemptLimits(now,
-			newLimitDim(limit, window, maxKeys, exhausted, full),
-			newLimitDim(limit, window, maxKeys, exhausted, full)),
-		seed: maphash.MakeSeed(),
+		attemptLimits: newAttemptLimits(now, newLimitDim(limit, window, maxKeys, msg), newLimitDim(limit, window, maxKeys, msg)),
+		seed:          maphash.MakeSeed(),
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"runtime"
@@ -233,4 +234,63 @@ func BenchmarkLoginLimits(b *testing.B) {
 			a.settle(true)
 		}
 	})
+}
+
+// Attempts beyond the room left beside those in flight wait for them to settle, at
+// most as many per key as the limit; the rest are refused at once rather than hold
+// request slots while they wait. Only settled failures count.
+func TestAttemptLimitsWaitThenSettle(t *testing.T) {
+	now := limitEpoch
+	l := newAttemptLimits(func() time.Time { return now },
+		newLimitDim(2, time.Minute, 100, limitMessages{exhausted: "exhausted", busy: "busy"}))
+	waiting := make(chan struct{}, 8)
+	l.waiting = func() { waiting <- struct{}{} }
+	ctx := context.Background()
+	inFlight := []reservation{}
+	for range 2 {
+		r, err := l.begin(ctx, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inFlight = append(inFlight, r)
+	}
+	type result struct {
+		r   reservation
+		err error
+	}
+	results := make(chan result, 2)
+	for range 2 {
+		go func() {
+			r, err := l.begin(ctx, 7)
+			results <- result{r, err}
+		}()
+		<-waiting
+	}
+	var api *apiError
+	if _, err := l.begin(ctx, 7); !errors.As(err, &api) || api.detail != "busy" || api.retryAfter != busyRetry {
+		t.Fatalf("a third waiter: %v, want busy", err)
+	}
+	other, err := l.begin(ctx, 8)
+	if err != nil {
+		t.Fatalf("another key is held up: %v", err)
+	}
+	other.settle(false)
+	// A success leaves room: one waiter gets in (the other waits on).
+	inFlight[0].settle(false)
+	first := <-results
+	if first.err != nil {
+		t.Fatalf("waiter after a success: %v", first.err)
+	}
+	<-waiting // the other one waits again
+	// Two failures use up the window: the last waiter is refused.
+	inFlight[1].settle(true)
+	<-waiting
+	first.r.settle(true)
+	if second := <-results; !errors.As(second.err, &api) || api.detail != "exhausted" {
+		t.Fatalf("waiter after two failures: %v, want exhausted", second.err)
+	}
+	d := l.dims[0]
+	if len(d.pending) != 0 || len(d.waiters) != 0 || d.counts.count(7, now, time.Minute) != 2 {
+		t.Fatalf("left pending %v, waiters %v, count %d", d.pending, d.waiters, d.counts.count(7, now, time.Minute))
+	}
 }

@@ -59,11 +59,15 @@ type registrationLimits struct {
 func newRegistrationLimits(c Config) *registrationLimits {
 	return &registrationLimits{
 		attemptLimits: newAttemptLimits(c.Now,
-			newLimitDim(c.RegisterLimit, c.RegisterWindow, limitKeys,
-				"too many accounts registered from this address; wait before registering another, or ask an administrator",
-				"too many registrations on this server right now; wait before registering"),
-			newLimitDim(c.RegisterGlobalLimit, c.RegisterWindow, 1,
-				"too many accounts registered on this server lately; wait before registering, or ask an administrator", "")),
+			newLimitDim(c.RegisterLimit, c.RegisterWindow, limitKeys, limitMessages{
+				exhausted: "too many accounts registered from this address; wait before registering another, or ask an administrator",
+				full:      "too many registrations on this server right now; wait before registering",
+				busy:      "too many registrations from this address at once; try again in a moment",
+			}),
+			newLimitDim(c.RegisterGlobalLimit, c.RegisterWindow, 1, limitMessages{
+				exhausted: "too many accounts registered on this server lately; wait before registering, or ask an administrator",
+				busy:      "too many registrations at once; try again in a moment",
+			})),
 		seed: maphash.MakeSeed(),
 	}
 }
