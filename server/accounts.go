@@ -46,8 +46,8 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Fail fast on a taken name before spending a hash on it; CreateUser re-checks.
-	if _, err := s.store.UserByUsername(in.Username); err == nil {
-		s.writeError(w, r, badRequest("username", "username "+quote(in.Username)+" is already taken"))
+	if err := s.usernameFree(in.Username, 0); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	// Reserved before the hash; only an account created counts.
@@ -280,6 +280,10 @@ func (s *Server) handlePutUser(w http.ResponseWriter, r *http.Request) {
 		digest := store.TokenDigest(token)
 		up.PasswordHash, up.KeepToken = &hash, digest[:]
 	case req.Username != nil:
+		if err := s.usernameFree(*req.Username, me.ID); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if err := s.checkNotPassword(r, me, *req.Username); err != nil {
 			s.writeError(w, r, err)
 			return
@@ -291,6 +295,16 @@ func (s *Server) handlePutUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, u)
+}
+
+// usernameFree refuses, naming the field, a username taken by another account than
+// id (0: none) or looking like one.
+func (s *Server) usernameFree(name string, id uint64) error {
+	err := s.store.CheckUsernameFree(name, id)
+	if errors.Is(err, store.ErrConflict) {
+		return badRequest("username", detailOf(err, store.ErrConflict))
+	}
+	return err
 }
 
 // checkNotPassword refuses a new username that is the account's current password (as
@@ -348,5 +362,3 @@ func (s *Server) handleGetWidgets(w http.ResponseWriter, r *http.Request) {
 	}
 	writeRawJSON(w, http.StatusOK, doc)
 }
-
-func quote(s string) string { return "\"" + s + "\"" }

@@ -73,6 +73,8 @@ func TestRegisterValidatesBeforeHashing(t *testing.T) {
 		`{"username":"ok","password":"garden-pw-1","first_name":"F","last_name":"L","email":"nope"}`,
 		`{"username":"ok","password":"short","first_name":"F","last_name":"L"}`,
 		`{"username":"taken","password":"garden-pw-1","first_name":"F","last_name":"L"}`,
+		`{"username":"ｔａｋｅｎ","password":"garden-pw-1","first_name":"F","last_name":"L"}`,
+		`{"username":"tаken","password":"garden-pw-1","first_name":"F","last_name":"L"}`,
 		`{"username":"` + string(make([]byte, 151)) + `","password":"garden-pw-1","first_name":"F","last_name":"L"}`,
 	} {
 		fieldProblem(t, fieldDo(t, h, fieldRequest{method: "POST", path: "/register", body: body}), http.StatusBadRequest)

@@ -152,6 +152,12 @@ func claimUsername(tx *bolt.Tx, name string, id uint64) error {
 	return nil
 }
 
+// CheckUsernameFree is claimUsername on its own, for a caller that wants to refuse a
+// taken name before it spends a hash; the write that takes the name checks again.
+func (s *Store) CheckUsernameFree(name string, id uint64) error {
+	return s.db.View(func(tx *bolt.Tx) error { return claimUsername(tx, NormalizeUsername(name), id) })
+}
+
 // putUsername indexes name as account id's, under its name and its skeleton.
 func putUsername(tx *bolt.Tx, name string, id uint64) error {
 	if err := tx.Bucket(bucketUsernames).Put([]byte(name), itob(id)); err != nil {
