@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/store"
 )
 
 type serveOptions struct {
@@ -106,6 +108,16 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		MaxBedsPerGarden: noLimitIfZero(o.maxBeds),
 	}
 	o.field.apply(&cfg)
+	limit, source, setLimit, err := memoryLimit(o.field.memoryLimit, cfg.MaxHashing)
+	if err != nil {
+		return err
+	}
+	if setLimit {
+		defer server.SetMemoryLimit(limit)()
+	}
+	defer server.ReserveHashingProcs(cfg.MaxHashing)()
+	log.Info().Int("max_hashing", cfg.MaxHashing).Int64("hashing_budget_mib", server.HashingMemory(store.DefaultArgon2, cfg.MaxHashing)>>20).
+		Int64("memory_limit_mib", debug.SetMemoryLimit(-1)>>20).Str("memory_limit_from", source).Msg("memory")
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

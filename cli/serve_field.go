@@ -15,7 +15,12 @@ type fieldOptions struct {
 	loginFailLimit  int
 	loginFailWindow time.Duration
 	registration    server.RegistrationMode
+	registerLimit   int
+	registerGlobal  int
+	registerWindow  time.Duration
 	maxConcurrent   int
+	maxHashing      int
+	memoryLimit     string
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
 	bodyTimeout     time.Duration
@@ -32,7 +37,12 @@ func (o *fieldOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.loginFailLimit, "login-fail-limit", server.DefaultLoginFailLimit, "failed logins allowed per --login-fail-window, per username and per client address; then 429")
 	f.DurationVar(&o.loginFailWindow, "login-fail-window", server.DefaultLoginFailWindow, "window of --login-fail-limit, counted from a key's first failure")
 	f.Var((*registrationValue)(&o.registration), "registration", "who may create accounts: open (POST /register) or closed (only gardend user create)")
+	f.IntVar(&o.registerLimit, "register-limit", server.DefaultRegisterLimit, "accounts POST /register may create per client address per --register-window; then 429")
+	f.IntVar(&o.registerGlobal, "register-global-limit", server.DefaultRegisterGlobalLimit, "accounts POST /register may create in all per --register-window; then 429")
+	f.DurationVar(&o.registerWindow, "register-window", server.DefaultRegisterWindow, "window of --register-limit and --register-global-limit")
 	f.IntVar(&o.maxConcurrent, "max-concurrent", server.DefaultMaxConcurrent, "requests handled at once (their bodies read first); beyond it 503 with Retry-After (/healthz, /readyz exempt)")
+	f.IntVar(&o.maxHashing, "max-hashing", server.DefaultMaxHashing(), "password hashes at once (one per core unless set); each may hold 64 MiB, so this times 64 MiB is the hashing memory budget")
+	f.StringVar(&o.memoryLimit, "memory-limit", memoryLimitAuto, "soft limit of the Go heap, e.g. 384MiB: the garbage collector works harder near it (auto: GOMEMLIMIT if set, else the hashing budget + 128 MiB; off: none)")
 	f.DurationVar(&o.readTimeout, "read-timeout", server.DefaultReadTimeout, "time to read a whole request, body included (raise for large images on slow links)")
 	f.DurationVar(&o.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "time to handle a request and write the answer (streams extend it while they progress)")
 	f.DurationVar(&o.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time a request body may take, plus a second per --body-min-rate bytes received; slower bodies get 408")
@@ -51,8 +61,16 @@ func (o *fieldOptions) validate() error {
 		return errors.New("--login-fail-limit must be at least 1")
 	case o.loginFailWindow <= 0:
 		return errors.New("--login-fail-window must be positive (e.g. 1m)")
+	case o.registerLimit < 1:
+		return errors.New("--register-limit must be at least 1 (use --registration closed to stop registrations)")
+	case o.registerGlobal < 1:
+		return errors.New("--register-global-limit must be at least 1 (use --registration closed to stop registrations)")
+	case o.registerWindow <= 0:
+		return errors.New("--register-window must be positive (e.g. 1h)")
 	case o.maxConcurrent < 1:
 		return errors.New("--max-concurrent must be at least 1")
+	case o.maxHashing < 1:
+		return errors.New("--max-hashing must be at least 1")
 	case o.readTimeout <= 0:
 		return errors.New("--read-timeout must be positive (e.g. 2m)")
 	case o.writeTimeout <= 0:
@@ -74,7 +92,9 @@ func (o *fieldOptions) validate() error {
 func (o *fieldOptions) apply(c *server.Config) {
 	c.LoginFailLimit, c.LoginFailWindow = o.loginFailLimit, o.loginFailWindow
 	c.Registration = o.registration
+	c.RegisterLimit, c.RegisterGlobalLimit, c.RegisterWindow = o.registerLimit, o.registerGlobal, o.registerWindow
 	c.MaxConcurrent = o.maxConcurrent
+	c.MaxHashing = o.maxHashing
 	c.ReadTimeout, c.WriteTimeout = o.readTimeout, o.writeTimeout
 	c.BodyTimeout, c.BodyMinRate = o.bodyTimeout, o.bodyMinRate
 	c.MaxUploads = o.maxUploads

@@ -40,45 +40,37 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	v := &store.ValidationError{}
-	required := func(field string, p *string) string {
-		if p == nil {
-			v.Add(field, field+" is required")
-			return ""
-		}
-		return *p
-	}
-	username, password := required("username", req.Username), required("password", req.Password)
-	first, last := required("first_name", req.FirstName), required("last_name", req.LastName)
-	if req.Password != nil {
-		if msg := store.ValidatePassword(password, username); msg != "" {
-			v.Add("password", msg)
-		}
-	}
-	if err := v.OrNil(); err != nil {
+	in, password, err := req.validate()
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	// Fail fast on a taken name before spending a hash on it; CreateUser re-checks.
-	if _, err := s.store.UserByUsername(username); err == nil {
-		s.writeError(w, r, badRequest("username", "username "+quote(username)+" is already taken"))
+	if err := s.usernameFree(in.Username, 0); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
-	hash, err := s.pw.Hash(r.Context(), password)
+	// Reserved before the hash; only an account created counts.
+	reg, err := s.registrations.begin(r.Context(), clientAddr(r, s.cfg.TrustProxy))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	email := ""
-	if req.Email != nil {
-		email = *req.Email
-	}
-	u, err := s.store.CreateUser(store.NewUser{Username: username, FirstName: first, LastName: last, Email: email, PasswordHash: hash})
+	created := false
+	defer func() { reg.settle(created) }()
+	// Behind every login and password change in the hashing line.
+	in.PasswordHash, err = s.pw.HashAs(r.Context(), store.Background, password)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.loginAs(u.ID)
+	u, err := s.store.CreateUser(in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	created = true
+	res, err := s.issueToken(u)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -87,12 +79,38 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusCreated, res)
 }
 
-func (s *Server) loginAs(userID uint64) (loginResult, error) {
-	res, err := s.issueToken(userID)
-	if err != nil {
-		return res, err
+// validate checks every field, as CreateUser will, before any hash is spent: the new
+// account and the clear-text password.
+func (req registerRequest) validate() (store.NewUser, string, error) {
+	v := &store.ValidationError{}
+	required := func(field string, p *string) string {
+		if p == nil {
+			v.Add(field, field+" is required")
+			return ""
+		}
+		return *p
 	}
-	return res, s.store.RecordLogin(userID)
+	in := store.NewUser{
+		Username:  required("username", req.Username),
+		FirstName: required("first_name", req.FirstName),
+		LastName:  required("last_name", req.LastName),
+	}
+	password := required("password", req.Password)
+	if req.Email != nil {
+		in.Email = *req.Email
+	}
+	var fields *store.ValidationError
+	if errors.As(in.Validate(), &fields) {
+		for f, msg := range fields.Fields {
+			v.Add(f, msg)
+		}
+	}
+	if req.Password != nil {
+		if msg := store.ValidatePassword(password, in.Username); msg != "" {
+			v.Add("password", msg)
+		}
+	}
+	return in, password, v.OrNil()
 }
 
 var errBadCredentials = badRequest("", "unable to log in with the provided credentials")
@@ -103,16 +121,21 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// Counted before the hash is spent; every failure below keeps the count.
-	attempt, err := s.logins.begin(username, clientAddr(r, s.cfg.TrustProxy))
+	// Reserved before the hash is spent, so parallel guesses stay within the limit;
+	// counted only when the password was checked and found wrong.
+	attempt, err := s.logins.begin(r.Context(), username, clientAddr(r, s.cfg.TrustProxy))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	wrong := false
+	defer func() { attempt.settle(wrong) }()
 	u, err := s.store.UserByUsername(username)
 	if errors.Is(err, store.ErrNotFound) {
-		// Hash anyway so response time does not reveal which usernames exist.
-		s.pw.Hash(r.Context(), password)
+		// Hash anyway so response time does not reveal which usernames exist. A hash
+		// that never ran (the client went away while it queued) checked nothing.
+		_, err := s.pw.Hash(r.Context(), password)
+		wrong = err == nil
 		s.writeError(w, r, errBadCredentials)
 		return
 	} else if err != nil {
@@ -124,11 +147,20 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		if err != nil && r.Context().Err() == nil {
 			s.log.Error().Err(err).Uint64("user_id", u.ID).Msg("verify password")
 		}
+		wrong = err == nil
 		s.writeError(w, r, errBadCredentials)
 		return
 	}
-	attempt.succeeded()
-	res, err := s.loginAs(u.ID)
+	if s.hooks.verified != nil {
+		s.hooks.verified(u.Username)
+	}
+	// The token is created only if the password just checked is still the account's
+	// and no logout everywhere happened meanwhile: hashing takes a while, and a
+	// password change in that time must shut this login out too.
+	res, err := s.issueToken(u)
+	if errors.Is(err, store.ErrCredentialsChanged) {
+		err = errBadCredentials
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -220,7 +252,18 @@ func (s *Server) handlePutUser(w http.ResponseWriter, r *http.Request) {
 	}
 	me := currentUser(r)
 	up := store.UserUpdate{Username: req.Username, FirstName: req.FirstName, LastName: req.LastName, Email: req.Email}
-	if req.Password != nil {
+	if err := up.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// The password must not equal the username, whichever of the two changes: the
+	// rule is checked against the account as authenticated, and the update applies
+	// only if neither changed since.
+	if req.Username != nil || req.Password != nil {
+		up.IfUnchanged = me
+	}
+	switch {
+	case req.Password != nil:
 		name := me.Username
 		if req.Username != nil {
 			name = *req.Username
@@ -237,6 +280,15 @@ func (s *Server) handlePutUser(w http.ResponseWriter, r *http.Request) {
 		token, _ := bearerToken(r)
 		digest := store.TokenDigest(token)
 		up.PasswordHash, up.KeepToken = &hash, digest[:]
+	case req.Username != nil:
+		if err := s.usernameFree(*req.Username, me.ID); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if err := s.checkNotPassword(r, me, *req.Username); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	u, err := s.store.UpdateUser(me.ID, up)
 	if err != nil {
@@ -244,6 +296,41 @@ func (s *Server) handlePutUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, u)
+}
+
+// usernameFree refuses, naming the field, a username taken by another account than
+// id (0: none) or looking like one.
+func (s *Server) usernameFree(name string, id uint64) error {
+	err := s.store.CheckUsernameFree(name, id)
+	if errors.Is(err, store.ErrConflict) {
+		return badRequest("username", detailOf(err, store.ErrConflict))
+	}
+	return err
+}
+
+// checkNotPassword refuses a new username that is the account's current password (as
+// typed or as it will be stored), which the rule checked when the password was set
+// could not foresee. It costs a hash, as a password check does.
+func (s *Server) checkNotPassword(r *http.Request, me *store.User, username string) error {
+	candidates := []string{username}
+	if normal := store.NormalizeUsername(username); normal != username {
+		candidates = append(candidates, normal)
+	}
+	for _, c := range candidates {
+		same, err := s.pw.Verify(r.Context(), me.PasswordHash, c)
+		if err != nil {
+			if r.Context().Err() != nil {
+				return err
+			}
+			// A hash this build cannot check: the rule cannot be either.
+			s.log.Warn().Err(err).Uint64("user_id", me.ID).Msg("rename: cannot compare the new username with the password")
+			return nil
+		}
+		if same {
+			return badRequest("username", "username must not equal the password")
+		}
+	}
+	return nil
 }
 
 func (s *Server) handleSaveWidgets(w http.ResponseWriter, r *http.Request) {
@@ -276,5 +363,3 @@ func (s *Server) handleGetWidgets(w http.ResponseWriter, r *http.Request) {
 	}
 	writeRawJSON(w, http.StatusOK, doc)
 }
-
-func quote(s string) string { return "\"" + s + "\"" }

@@ -329,3 +329,25 @@ func TestRequestIDAndCORS(t *testing.T) {
 		}
 	}
 }
+
+// The password never equals the username, whichever changes: renaming to the current
+// password was let through, since only a new password was compared.
+func TestPasswordNeverEqualsUsername(t *testing.T) {
+	h := newHarness(t)
+	token := h.register("ann")
+	for _, name := range []string{"pw-ann-123", "ｐｗ－ａｎｎ－１２３"} { // the password, and its fullwidth form
+		p := h.do("PUT", "/user", token, map[string]string{"username": name}).expectProblem(http.StatusBadRequest, "username")
+		if p["detail"] != "username must not equal the password" {
+			t.Fatalf("detail %v", p["detail"])
+		}
+	}
+	h.do("PUT", "/user", token, map[string]string{"password": "new-name-77"}).expect(http.StatusOK)
+	h.do("PUT", "/user", token, map[string]string{"username": "new-name-77"}).expectProblem(http.StatusBadRequest, "username")
+	h.do("PUT", "/user", token, map[string]string{"username": "same-8chars", "password": "same-8chars"}).expectProblem(http.StatusBadRequest, "password")
+	h.do("PUT", "/user", token, map[string]string{"password": "ann"}).expectProblem(http.StatusBadRequest, "password")
+	// Other renames go through, and the account is as it was otherwise.
+	if got := h.do("PUT", "/user", token, map[string]string{"username": "annie"}).expect(http.StatusOK).json()["username"]; got != "annie" {
+		t.Fatalf("renamed to %v", got)
+	}
+	h.login("annie", "new-name-77").expect(http.StatusOK)
+}

@@ -99,7 +99,7 @@ func (a *Admin) createUser(ctx context.Context, raw json.RawMessage) (any, error
 	if msg := store.ValidatePassword(args.Password, args.Username); msg != "" {
 		return nil, store.Invalid("password", msg)
 	}
-	if msg := store.ValidateUsername(args.Username); msg != "" {
+	if msg := store.ValidateNewUsername(args.Username); msg != "" {
 		return nil, store.Invalid("username", msg)
 	}
 	hash, err := a.pw.Hash(ctx, args.Password)

@@ -44,15 +44,17 @@ func bearerToken(r *http.Request) (string, bool) {
 	return token, token != ""
 }
 
-// issueToken creates and stores a fresh token for the user and returns it with expiry.
-func (s *Server) issueToken(userID uint64) (loginResult, error) {
-	var raw [32]byte
+// issueToken creates and stores a fresh token for the user whose password was just
+// checked, and returns it with its expiry. verified is the user as read before the
+// check: when its credentials changed since, it is store.ErrCredentialsChanged.
+func (s *Server) issueToken(verified store.User) (loginResult, error) {
+	var raw [store.TokenSize]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return loginResult{}, err
 	}
 	token := hex.EncodeToString(raw[:])
 	expiry := s.cfg.Now().Add(s.cfg.TokenTTL).UTC().Truncate(time.Second)
-	if err := s.store.CreateToken(userID, store.TokenDigest(token), expiry); err != nil {
+	if err := s.store.CreateLoginToken(verified, store.TokenDigest(token), expiry); err != nil {
 		return loginResult{}, err
 	}
 	return loginResult{Token: token, Expiry: expiry}, nil

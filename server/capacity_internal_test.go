@@ -12,15 +12,13 @@ import (
 	"testing/iotest"
 
 	"github.com/rs/zerolog"
-
-	"github.com/gardend/gardend/store"
 )
 
-// newInternalServer is a Server on a temporary data directory with cheap hashing.
+// newInternalServer is a Server on a temporary data directory with cheap hashing;
+// edit adjusts the config. Its indexes are checked at cleanup.
 func newInternalServer(t *testing.T, edit func(*Config)) *Server {
 	t.Helper()
-	cfg := Config{DataDir: t.TempDir(), Logger: zerolog.Nop(),
-		Argon2: store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}}
+	cfg := Config{DataDir: t.TempDir(), Logger: zerolog.Nop(), Argon2: internalArgon2}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -28,7 +26,12 @@ func newInternalServer(t *testing.T, edit func(*Config)) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.store.CheckIndexes(); err != nil {
+			t.Errorf("index check: %v", err)
+		}
+		s.Close()
+	})
 	return s
 }
 

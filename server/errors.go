@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -81,6 +82,10 @@ func problemFor(err error) problem {
 		return p
 	case errors.As(err, &valid):
 		return newProblem(http.StatusBadRequest, valid.Error(), valid.Fields)
+	case errors.Is(err, context.Canceled):
+		// The client went away while the request waited (for a hashing slot, say):
+		// nothing failed on our side, and nobody reads the answer.
+		return newProblem(http.StatusServiceUnavailable, "the request was cancelled before it was served", nil)
 	case errors.As(err, &big):
 		return newProblem(http.StatusRequestEntityTooLarge, "the request body is larger than the limit of "+formatBytes(big.Limit), nil)
 	case errors.Is(err, store.ErrUnauthenticated):

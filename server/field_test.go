@@ -183,7 +183,7 @@ func fieldSelfSigned(t *testing.T, notAfter time.Time) (certFile, keyFile string
 }
 
 // fieldRun runs srv until the test ends and returns its address.
-func fieldRun(t *testing.T, srv *server.Server) string {
+func fieldRun(t testing.TB, srv *server.Server) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

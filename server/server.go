@@ -42,7 +42,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// SweepInterval is how often expired tokens are deleted.
 	SweepInterval time.Duration
-	// Argon2 and MaxHashing set password hashing cost and concurrency.
+	// Argon2 and MaxHashing set password hashing cost and concurrency: at most
+	// MaxHashing hashes at once (default: one per core, see DefaultMaxHashing), and
+	// together at most MaxHashing × Argon2.Memory.
 	Argon2     store.Argon2Params
 	MaxHashing int
 	// AdminSocket enables the CLI's Unix socket in the data directory.
@@ -73,6 +75,11 @@ type Config struct {
 	LoginFailLimit  int
 	LoginFailWindow time.Duration
 	Registration    RegistrationMode
+	// RegisterLimit accounts may be registered per client address, and
+	// RegisterGlobalLimit in all, per RegisterWindow (registration.go).
+	RegisterLimit       int
+	RegisterGlobalLimit int
+	RegisterWindow      time.Duration
 	// Timeouts and limits of the HTTP server; MaxConcurrent requests at once, 503 beyond.
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -137,7 +144,7 @@ func (c *Config) setDefaults() {
 		c.Argon2 = store.DefaultArgon2
 	}
 	if c.MaxHashing <= 0 {
-		c.MaxHashing = 4
+		c.MaxHashing = DefaultMaxHashing()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -153,6 +160,7 @@ func (c *Config) setDefaults() {
 	}
 	c.Clouds.setDefaults()
 	c.setFieldDefaults()
+	c.setRegistrationDefaults()
 }
 
 // Server is the running service.
@@ -172,9 +180,11 @@ type Server struct {
 	// limiter while Run serves.
 	cap   *capacity
 	conns atomic.Pointer[connLimiter]
-	// logins limits failed logins; tlsConfig is nil without TLS.
-	logins    *loginLimits
-	tlsConfig *tls.Config
+	// logins limits failed logins, registrations created accounts; tlsConfig is nil
+	// without TLS.
+	logins        *loginLimits
+	registrations *registrationLimits
+	tlsConfig     *tls.Config
 	// spatial and clouds are nil without a spatial data server.
 	spatial *spatial.Client
 	clouds  *cloudPool
@@ -189,6 +199,16 @@ type Server struct {
 	addr        string
 	metricsAddr string
 	ready       chan struct{}
+
+	hooks testHooks
+}
+
+// testHooks let internal tests stop a request at a chosen point; nil in production.
+// They are set before the server handles requests.
+type testHooks struct {
+	// verified runs in /login after the password was found right, before the token is
+	// created.
+	verified func(username string)
 }
 
 // New opens the data directory and builds the handler; Run serves it.
@@ -243,9 +263,10 @@ func New(cfg Config) (*Server, error) {
 		metrics: m,
 		pingDB:  shared(st.Ping),
 
-		logins:    newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, loginLimitKeys, cfg.Now),
-		tlsConfig: tlsConfig,
-		signer:    urlSigner{key: urlKey, now: cfg.Now, ttl: cfg.SignedURLTTL},
+		logins:        newLoginLimits(cfg.LoginFailLimit, cfg.LoginFailWindow, limitKeys, cfg.Now),
+		registrations: newRegistrationLimits(cfg),
+		tlsConfig:     tlsConfig,
+		signer:        urlSigner{key: urlKey, now: cfg.Now, ttl: cfg.SignedURLTTL},
 	}
 	if err := s.sweep(fresh); err != nil {
 		st.Close()
@@ -269,6 +290,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Store is the opened store, for tests that set up records directly.
 func (s *Server) Store() *store.Store { return s.store }
+
+// Passwords is the password hasher, for tests that count hashes.
+func (s *Server) Passwords() *store.Passwords { return s.pw }
 
 // Images is the garden image store, for tests that inject faults into it.
 func (s *Server) Images() *imagestore.Store { return s.images }

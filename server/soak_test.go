@@ -540,6 +540,8 @@ func TestSoak(t *testing.T) {
 		Logger: zerolog.New(logs),
 		// Every worker may upload at once: the soak checks consistency, not the limit.
 		MaxUploads: soakWorkers,
+		// Every worker registers from loopback.
+		RegisterLimit: soakWorkers * soakMaxUsers, RegisterGlobalLimit: soakWorkers * soakMaxUsers,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,8 @@ var ArchiveKinds = []string{KindUser, KindToken, KindWidgets, KindCompany, KindG
 // ArchivedUser is a user with the password hash, which User keeps out of JSON.
 type ArchivedUser struct {
 	User
-	PasswordHash string `json:"password_hash"`
+	PasswordHash   string `json:"password_hash"`
+	CredentialsGen uint64 `json:"credentials_gen,omitempty"`
 }
 
 // ArchivedToken is a stored token: its digest, never the token.

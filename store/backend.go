@@ -29,7 +29,8 @@ type AccountStore interface {
 	CreateUser(in NewUser) (User, error)
 	UserByID(id uint64) (User, error)
 	UserByUsername(username string) (User, error)
-	RecordLogin(id uint64) error
+	CreateLoginToken(verified User, digest [DigestSize]byte, expiry time.Time) error
+	CheckUsernameFree(name string, id uint64) error
 	UpdateUser(id uint64, up UserUpdate) (User, error)
 	ListUsers() ([]User, error)
 

@@ -16,6 +16,7 @@ import (
 func (s *Store) CheckIndexes() error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		c := &indexCheck{tx: tx}
+		c.users()
 		c.gardens()
 		c.permissions()
 		c.beds()
@@ -43,6 +44,33 @@ func (c *indexCheck) each(bucket []byte, fn func(k, v []byte)) {
 		fn(k, v)
 		return nil
 	})
+}
+
+// users checks that every account has its username and skeleton entries and no entry
+// is left without its account.
+func (c *indexCheck) users() {
+	names := 0
+	c.each(bucketUsernames, func(k, v []byte) {
+		names++
+		if len(v) != 8 {
+			c.bad("username %q: id of %d bytes", k, len(v))
+			return
+		}
+		rec, err := getRecord[userRecord](c.tx, bucketUsers, "user", btoi(v))
+		if err != nil || rec.Username != string(k) {
+			c.bad("username %q: user %d is %q (%v)", k, btoi(v), rec.Username, err)
+		}
+		if !c.has(bucketUsernameLooks, skeletonKey(string(k), btoi(v))) {
+			c.bad("username %q: not in the skeleton index", k)
+		}
+	})
+	users := 0
+	c.each(bucketUsers, func(k, _ []byte) { users++ })
+	looks := 0
+	c.each(bucketUsernameLooks, func(k, _ []byte) { looks++ })
+	if users != names || looks != names {
+		c.bad("%d users, %d usernames, %d skeleton entries", users, names, looks)
+	}
 }
 
 func (c *indexCheck) gardens() {

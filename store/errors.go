@@ -19,6 +19,9 @@ var (
 	ErrForbidden = errors.New("forbidden")
 	// ErrUnauthenticated: a token is unknown, revoked or expired.
 	ErrUnauthenticated = errors.New("invalid or expired token")
+	// ErrCredentialsChanged: the password a login checked is no longer the account's,
+	// or its sessions were ended meanwhile; the login gets no token.
+	ErrCredentialsChanged = errors.New("the account's credentials changed during the login")
 	// ErrLocked: another process holds the database.
 	ErrLocked = errors.New("database is locked by another process")
 )

@@ -44,7 +44,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 			if err := json.Unmarshal(v, &r); err != nil {
 				return nil, fmt.Errorf("decode user %d: %w", btoi(k), err)
 			}
-			return ArchivedUser{User: r.User, PasswordHash: r.PasswordHash}, nil
+			return ArchivedUser{User: r.User, PasswordHash: r.PasswordHash, CredentialsGen: r.CredentialsGen}, nil
 		})
 		each(bucketTokens, KindToken, func(k, v []byte) (any, error) {
 			userID, created, expiry, ok := decodeToken(v)
@@ -154,10 +154,10 @@ func (s *Store) Import(ctx context.Context, r io.Reader) error {
 					return err
 				}
 				seen(bucketUsers, r.ID)
-				if err := tx.Bucket(bucketUsernames).Put([]byte(r.Username), itob(r.ID)); err != nil {
+				if err := putUsername(tx, r.Username, r.ID); err != nil {
 					return err
 				}
-				return putJSON(tx.Bucket(bucketUsers), itob(r.ID), userRecord{User: r.User, PasswordHash: r.PasswordHash})
+				return putJSON(tx.Bucket(bucketUsers), itob(r.ID), userRecord{User: r.User, PasswordHash: r.PasswordHash, CredentialsGen: r.CredentialsGen})
 			case *ArchivedToken:
 				if err := exists(bucketUsers, r.UserID, "user"); err != nil {
 					return err

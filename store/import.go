@@ -365,8 +365,9 @@ func planImport(tx *bolt.Tx, in Import) (ImportPlan, error) {
 			continue
 		}
 		lower := strings.ToLower(u.Username)
-		if tx.Bucket(bucketUsernames).Get([]byte(u.Username)) != nil {
-			p.problem(ImportUsers, u.Key, false, "username %q is taken in gardend by a user this source did not bring over; rename one of them", u.Username)
+		if err := claimUsername(tx, u.Username, 0); err != nil {
+			// Taken, or looks like a taken name: the accounts could not be told apart.
+			p.problem(ImportUsers, u.Key, false, "username %q is taken in gardend by a user this source did not bring over, or looks like such a user's name; rename one of them", u.Username)
 		} else if other, ok := folded[lower]; ok {
 			p.problem(ImportUsers, u.Key, true, "username %q differs from %s only in case; both can log in, each with their own name", u.Username, other)
 		} else {
@@ -637,7 +638,7 @@ func applyImport(tx *bolt.Tx, in Import, plan ImportPlan, images map[uint64]stri
 		}
 		rec := userRecord{User: User{ID: id, Username: u.Username, FirstName: u.FirstName, LastName: u.LastName,
 			Email: u.Email, DateJoined: joined.UTC(), LastLogin: u.LastLogin, SiteAdmin: u.SiteAdmin}, PasswordHash: u.PwdHash}
-		if err := tx.Bucket(bucketUsernames).Put([]byte(u.Username), itob(id)); err != nil {
+		if err := putUsername(tx, u.Username, id); err != nil {
 			return err
 		}
 		if err := putJSON(tx.Bucket(bucketUsers), itob(id), rec); err != nil {

@@ -22,58 +22,112 @@ type Argon2Params struct {
 	KeyLen  uint32
 }
 
-// DefaultArgon2 costs about 40 ms per hash on a 2-core farm-edge box (measured; see
-// README) and 64 MiB of memory, RFC 9106's memory-constrained recommendation.
-var DefaultArgon2 = Argon2Params{Time: 1, Memory: 64 * 1024, Threads: 2, KeyLen: 32}
+// DefaultArgon2 is OWASP's argon2id recommendation (46 MiB, one pass, one lane): about
+// 40 ms of CPU per hash on a farm-edge box (BenchmarkLoginFlood), so two cores check
+// some 45 passwords a second. One lane: a hash runs on one thread, the low-priority
+// one Passwords gives it, and a busy server hashes on every core at once anyway.
+// Hashes stored with other parameters (gardend wrote 64 MiB and two lanes before)
+// still verify.
+var DefaultArgon2 = Argon2Params{Time: 1, Memory: 46 * 1024, Threads: 1, KeyLen: 32}
 
-// Passwords hashes and verifies passwords with a cap on concurrent hashing, so a flood
-// of logins queues instead of exhausting memory (each hash holds Memory KiB).
+// SlotMemory is the memory each hashing slot may hold at least: that of the hashes
+// gardend wrote before DefaultArgon2 took 46 MiB, so that they verify with one slot.
+const SlotMemory = 64 << 20
+
+// memoryKiB is what a hash with these parameters allocates: argon2 rounds the memory
+// down to whole segments and up to at least two blocks per segment.
+func (p Argon2Params) memoryKiB() uint64 {
+	lanes := 4 * uint64(p.Threads)
+	return max(uint64(p.Memory)/lanes*lanes, 2*lanes)
+}
+
+// MemoryBytes is what one hash with these parameters allocates.
+func (p Argon2Params) MemoryBytes() uint64 { return p.memoryKiB() * 1024 }
+
+// Priority orders hashes that wait for the hashing budget.
+type Priority uint8
+
+const (
+	// Foreground is for people with an account: logins (and their decoy hashes for
+	// unknown usernames, which must cost the same), password changes, the CLI.
+	Foreground Priority = iota
+	// Background is for registrations: they run only when no foreground hash waits,
+	// so a registration flood cannot slow down the logins of existing accounts.
+	Background
+)
+
+// ErrHashBudget: a stored hash asks for more memory than all hashing slots together
+// may use, so it is not checked (the budget is a hard cap).
+var ErrHashBudget = errors.New("password hash needs more memory than the hashing budget")
+
+// Passwords hashes and verifies passwords. Every hash waits for a hashing slot and its
+// memory in one line, first come first served (foreground before background): at most
+// maxConcurrent hashes run at once and together they never hold more than
+// maxConcurrent × the memory of the default parameters, whatever the parameters of
+// stored hashes ask for. A flood of logins therefore queues in order instead of
+// exhausting memory, and the hashes that run do not share the cores with more hashes
+// than there are cores.
 type Passwords struct {
-	params  Argon2Params
-	slots   chan struct{}
-	waiting atomic.Int64 // callers queued for a slot (metrics)
+	params Argon2Params
+	queue  *hashQueue
+	hashes atomic.Uint64
 }
 
-// NewPasswords allows at most maxConcurrent hashes at once (at least 1).
+// NewPasswords allows at most maxConcurrent hashes at once (at least 1), within
+// HashingBudget(p, maxConcurrent).
 func NewPasswords(p Argon2Params, maxConcurrent int) *Passwords {
-	if maxConcurrent < 1 {
-		maxConcurrent = 1
-	}
-	return &Passwords{params: p, slots: make(chan struct{}, maxConcurrent)}
+	maxConcurrent = max(maxConcurrent, 1)
+	return &Passwords{params: p, queue: newHashQueue(maxConcurrent, HashingBudget(p, maxConcurrent)/1024)}
 }
 
-func (p *Passwords) acquire(ctx context.Context) error {
-	select {
-	case p.slots <- struct{}{}:
-		return nil
-	default:
-	}
-	p.waiting.Add(1)
-	defer p.waiting.Add(-1)
-	select {
-	case p.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// HashingBudget is the memory, in bytes, that maxConcurrent hashes may hold together:
+// SlotMemory each, or what a hash with p needs if that is more, so that the hashes
+// gardend writes and wrote by default always verify (with cheaper parameters too).
+func HashingBudget(p Argon2Params, maxConcurrent int) uint64 {
+	return uint64(max(maxConcurrent, 1)) * max(p.MemoryBytes(), SlotMemory)
 }
 
-func (p *Passwords) release() { <-p.slots }
+// Hashes is how many argon2 hashes were computed (hashed or verified) so far.
+func (p *Passwords) Hashes() uint64 { return p.hashes.Load() }
 
 // Queue reports the hashes in progress and the callers waiting for a slot.
-func (p *Passwords) Queue() (hashing, waiting int) { return len(p.slots), int(p.waiting.Load()) }
+func (p *Passwords) Queue() (hashing, waiting int) { return p.queue.counts() }
 
-// Hash returns "$argon2id$v=19$m=…,t=…,p=…$salt$key".
+// MemoryBudget is the most memory, in bytes, that hashes in progress hold together.
+func (p *Passwords) MemoryBudget() uint64 { return p.queue.memory * 1024 }
+
+// acquire waits for a slot and memKiB of the budget; call release when the hash is
+// done. A context already done returns its error without taking anything.
+func (p *Passwords) acquire(ctx context.Context, prio Priority, memKiB uint64) (release func(), err error) {
+	if memKiB > p.queue.memory {
+		return nil, fmt.Errorf("%w: it needs %d MiB, the budget is %d MiB (raise --max-hashing)", ErrHashBudget, memKiB>>10, p.queue.memory>>10)
+	}
+	if err := p.queue.acquire(ctx, prio, memKiB); err != nil {
+		return nil, err
+	}
+	return func() { p.hashes.Add(1); p.queue.release(memKiB) }, nil
+}
+
+// Hash returns "$argon2id$v=19$m=…,t=…,p=…$salt$key", as a foreground hash.
 func (p *Passwords) Hash(ctx context.Context, password string) (string, error) {
+	return p.HashAs(ctx, Foreground, password)
+}
+
+// HashAs is Hash with the priority of the hash in the line.
+func (p *Passwords) HashAs(ctx context.Context, prio Priority, password string) (string, error) {
 	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {
 		return "", err
 	}
-	if err := p.acquire(ctx); err != nil {
+	release, err := p.acquire(ctx, prio, p.params.memoryKiB())
+	if err != nil {
 		return "", err
 	}
-	defer p.release()
-	key := argon2.IDKey([]byte(password), salt, p.params.Time, p.params.Memory, p.params.Threads, p.params.KeyLen)
+	defer release()
+	var key []byte
+	onHashThread(func() {
+		key = argon2.IDKey([]byte(password), salt, p.params.Time, p.params.Memory, p.params.Threads, p.params.KeyLen)
+	})
 	enc := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version,
 		p.params.Memory, p.params.Time, p.params.Threads, enc.EncodeToString(salt), enc.EncodeToString(key)), nil
@@ -81,7 +135,9 @@ func (p *Passwords) Hash(ctx context.Context, password string) (string, error) {
 
 var errBadHash = errors.New("unrecognised password hash")
 
-// Verify reports whether password matches encoded, in constant time.
+// Verify reports whether password matches encoded, in constant time, as a foreground
+// hash. Once the hash has started it runs to the end whatever ctx says, so a result
+// (right or wrong) always means the password was checked.
 func (p *Passwords) Verify(ctx context.Context, encoded, password string) (bool, error) {
 	if isDjangoHash(encoded) { // imported from PlantMap (password_django.go)
 		return p.verifyDjango(ctx, encoded, password)
@@ -101,14 +157,18 @@ func (p *Passwords) Verify(ctx context.Context, encoded, password string) (bool,
 	enc := base64.RawStdEncoding
 	salt, err1 := enc.DecodeString(parts[4])
 	want, err2 := enc.DecodeString(parts[5])
-	// Bounds stop a corrupted record from asking for gigabytes.
+	// Bounds stop a corrupted record from asking for gigabytes or hours.
 	if err1 != nil || err2 != nil || len(want) == 0 || len(want) > 128 || par.Memory > 1<<21 || par.Time == 0 || par.Time > 64 || par.Threads == 0 {
 		return false, errBadHash
 	}
-	if err := p.acquire(ctx); err != nil {
+	release, err := p.acquire(ctx, Foreground, par.memoryKiB())
+	if err != nil {
 		return false, err
 	}
-	defer p.release()
-	got := argon2.IDKey([]byte(password), salt, par.Time, par.Memory, par.Threads, uint32(len(want)))
+	defer release()
+	var got []byte
+	onHashThread(func() {
+		got = argon2.IDKey([]byte(password), salt, par.Time, par.Memory, par.Threads, uint32(len(want)))
+	})
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
 }

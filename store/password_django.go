@@ -79,6 +79,9 @@ func (p *Passwords) NeedsRehash(encoded string) bool {
 type djangoHash struct {
 	derive func(password string) ([]byte, error)
 	want   []byte
+	// memKiB is the memory derive allocates (argon2, scrypt; the others next to none),
+	// taken from the hashing budget like any hash.
+	memKiB uint64
 }
 
 // verifyDjango checks password against a Django hash under the hashing cap.
@@ -90,10 +93,11 @@ func (p *Passwords) verifyDjango(ctx context.Context, encoded, password string) 
 	if err != nil {
 		return false, err
 	}
-	if err := p.acquire(ctx); err != nil {
+	release, err := p.acquire(ctx, Foreground, h.memKiB)
+	if err != nil {
 		return false, err
 	}
-	defer p.release()
+	defer release()
 	got, err := h.derive(password)
 	if err != nil {
 		return false, nil // a password the hasher cannot take matches nothing
@@ -153,7 +157,7 @@ func parseDjango(encoded string) (djangoHash, error) {
 		}
 		return djangoHash{want: want, derive: func(pw string) ([]byte, error) {
 			return key([]byte(pw), salt, par.Time, par.Memory, par.Threads, uint32(len(want))), nil
-		}}, nil
+		}, memKiB: par.memoryKiB()}, nil
 
 	case djangoBcryptSHA256, djangoBcrypt:
 		// The bcrypt string follows an empty field: "bcrypt$$2b$12$…".
@@ -195,7 +199,7 @@ func parseDjango(encoded string) (djangoHash, error) {
 		salt := []byte(parts[1])
 		return djangoHash{want: want, derive: func(pw string) ([]byte, error) {
 			return scrypt.Key([]byte(pw), salt, n, r, par, len(want))
-		}}, nil
+		}, memKiB: uint64(128*n*r) / 1024}, nil
 	}
 	return bad(fmt.Sprintf("%q is not a password hasher gardend verifies", alg))
 }

@@ -12,11 +12,13 @@ import (
 // Bucket names. Index buckets hold composite keys and empty or tiny values.
 var (
 	bucketMeta      = []byte("meta")
-	bucketUsers     = []byte("users")       // id → userRecord
-	bucketUsernames = []byte("usernames")   // username → id
-	bucketTokens    = []byte("tokens")      // sha256(token) → tokenRecord (binary)
-	bucketUserToks  = []byte("user_tokens") // userID|sha256 → nil
-	bucketWidgets   = []byte("widgets")     // userID → raw JSON
+	bucketUsers     = []byte("users")     // id → userRecord
+	bucketUsernames = []byte("usernames") // username → id
+	// bucketUsernameLooks indexes what names look like: skeleton|0|userID → nil.
+	bucketUsernameLooks = []byte("username_looks")
+	bucketTokens        = []byte("tokens")      // sha256(token) → tokenRecord (binary)
+	bucketUserToks      = []byte("user_tokens") // userID|sha256 → nil
+	bucketWidgets       = []byte("widgets")     // userID → raw JSON
 
 	bucketCompanies      = []byte("companies")         // id → Company
 	bucketGardens        = []byte("gardens")           // id → Garden
@@ -38,7 +40,7 @@ var (
 
 // allBuckets are created on open; a feature adds its buckets here.
 var allBuckets = [][]byte{
-	bucketMeta, bucketUsers, bucketUsernames, bucketTokens, bucketUserToks, bucketWidgets,
+	bucketMeta, bucketUsers, bucketUsernames, bucketUsernameLooks, bucketTokens, bucketUserToks, bucketWidgets,
 	bucketCompanies, bucketGardens, bucketCompanyGardens, bucketGardenCoords,
 	bucketPermCompany, bucketUserCompany, bucketPermGarden, bucketUserGarden,
 	bucketBeds, bucketGardenBeds, bucketBedUUIDs,
@@ -53,6 +55,8 @@ var keySchemaVersion = []byte("schema_version")
 var migrations = []func(tx *bolt.Tx) error{
 	// 0 → 1: the initial layout; buckets are created before migrations run.
 	func(*bolt.Tx) error { return nil },
+	// 1 → 2: index what every username looks like (usernames.go).
+	indexUsernameLooks,
 }
 
 // SchemaVersion is the version this build writes.

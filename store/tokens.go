@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -76,22 +77,59 @@ func decodeToken(b []byte) (userID uint64, created, expiry time.Time, ok bool) {
 		time.Unix(0, int64(binary.BigEndian.Uint64(b[16:]))).UTC(), true
 }
 
-// CreateToken stores the digest of a new token for user id, valid until expiry.
+// CreateToken stores the digest of a new token for user id, valid until expiry,
+// whatever the account's credentials are now. Logins use CreateLoginToken.
 func (s *Store) CreateToken(userID uint64, digest [DigestSize]byte, expiry time.Time) error {
-	// The digest of nothing stands for every malformed token: storing it would let any
-	// garbage token authenticate.
-	if digest == sha256.Sum256(nil) {
-		return fmt.Errorf("%w: token must be %d random bytes in hex", ErrInvalid, TokenSize)
+	if err := checkDigest(digest); err != nil {
+		return err
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketUsers).Get(itob(userID)) == nil {
 			return fmt.Errorf("user %d: %w", userID, ErrNotFound)
 		}
-		if err := tx.Bucket(bucketTokens).Put(digest[:], encodeToken(userID, s.now(), expiry)); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketUserToks).Put(userTokenKey(userID, digest[:]), nil)
+		return putToken(tx, userID, digest, s.now(), expiry)
 	})
+}
+
+// CreateLoginToken stores a new token for the account a login checked the password
+// of, and sets its last_login, in one transaction: only while the account's password
+// hash and credentials generation are still those of verified (read before the
+// check). Otherwise, a password change or a logout everywhere committed meanwhile,
+// and it is ErrCredentialsChanged with nothing written.
+func (s *Store) CreateLoginToken(verified User, digest [DigestSize]byte, expiry time.Time) error {
+	if err := checkDigest(digest); err != nil {
+		return err
+	}
+	err := s.updateUser(verified.ID, func(tx *bolt.Tx, r *userRecord) error {
+		if r.PasswordHash != verified.PasswordHash || r.CredentialsGen != verified.CredentialsGen {
+			return fmt.Errorf("user %d: %w", verified.ID, ErrCredentialsChanged)
+		}
+		now := s.now()
+		last := now.UTC().Truncate(time.Microsecond)
+		r.LastLogin = &last
+		return putToken(tx, verified.ID, digest, now, expiry)
+	})
+	if errors.Is(err, ErrNotFound) {
+		// Deleted after the check: its credentials are gone too.
+		return fmt.Errorf("user %d: %w", verified.ID, ErrCredentialsChanged)
+	}
+	return err
+}
+
+// checkDigest refuses the digest of nothing, which stands for every malformed token:
+// storing it would let any garbage token authenticate.
+func checkDigest(digest [DigestSize]byte) error {
+	if digest == sha256.Sum256(nil) {
+		return fmt.Errorf("%w: token must be %d random bytes in hex", ErrInvalid, TokenSize)
+	}
+	return nil
+}
+
+func putToken(tx *bolt.Tx, userID uint64, digest [DigestSize]byte, created, expiry time.Time) error {
+	if err := tx.Bucket(bucketTokens).Put(digest[:], encodeToken(userID, created, expiry)); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketUserToks).Put(userTokenKey(userID, digest[:]), nil)
 }
 
 func userTokenKey(userID uint64, digest []byte) []byte {
@@ -147,10 +185,12 @@ func deleteToken(tx *bolt.Tx, digest []byte) error {
 }
 
 // RevokeUserTokens deletes every token of the user except keep (nil keeps none) and
-// returns how many were deleted.
+// returns how many were deleted. It starts a new credentials generation, so a login
+// that checked the password before gets no token after.
 func (s *Store) RevokeUserTokens(userID uint64, keep []byte) (int, error) {
 	var n int
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.updateUser(userID, func(tx *bolt.Tx, r *userRecord) (err error) {
+		r.CredentialsGen++
 		n, err = revokeUserTokens(tx, userID, keep)
 		return err
 	})

@@ -22,12 +22,17 @@ type User struct {
 	// SiteAdmin users are admin of every company and garden (created with the CLI).
 	SiteAdmin    bool   `json:"site_admin,omitempty"`
 	PasswordHash string `json:"-"`
+	// CredentialsGen counts the changes that end the account's sessions (a new
+	// password, logging out everywhere). A login creates its token only while the
+	// generation it read before checking the password is still current.
+	CredentialsGen uint64 `json:"-"`
 }
 
-// userRecord is the stored form: User plus the hash, which User hides from JSON.
+// userRecord is the stored form: User plus what User hides from JSON.
 type userRecord struct {
 	User
-	PasswordHash string `json:"password_hash"`
+	PasswordHash   string `json:"password_hash"`
+	CredentialsGen uint64 `json:"credentials_gen,omitempty"`
 }
 
 // NewUser is the input of CreateUser; the password is hashed by the caller.
@@ -49,6 +54,36 @@ type UserUpdate struct {
 	PasswordHash *string
 	// KeepToken, with a password change, is the digest of the only token that survives.
 	KeepToken []byte
+	// IfUnchanged, when set, is the user as the caller read it to check a rule between
+	// its username and password: the update applies only while both are still those.
+	IfUnchanged *User
+}
+
+// Validate checks the fields being changed (a new username in its stored form), so a
+// caller can refuse a bad request before it spends a hash on a new password.
+func (up UserUpdate) Validate() error {
+	v := &ValidationError{}
+	if up.Username != nil {
+		if msg := ValidateNewUsername(*up.Username); msg != "" {
+			v.Add("username", msg)
+		}
+	}
+	if up.FirstName != nil {
+		if msg := ValidateName(*up.FirstName); msg != "" {
+			v.Add("first_name", "first_name "+msg)
+		}
+	}
+	if up.LastName != nil {
+		if msg := ValidateName(*up.LastName); msg != "" {
+			v.Add("last_name", "last_name "+msg)
+		}
+	}
+	if up.Email != nil {
+		if msg := ValidateEmail(*up.Email); msg != "" {
+			v.Add("email", msg)
+		}
+	}
+	return v.OrNil()
 }
 
 var usernamePattern = regexp.MustCompile(`^[\p{L}\p{N}@.+\-_]+$`)
@@ -76,7 +111,9 @@ func ValidatePassword(password, username string) string {
 		return "password must be at most 256 characters"
 	case strings.Trim(password, "0123456789") == "":
 		return "password must not be entirely numeric"
-	case password == username:
+	case NormalizeUsername(password) == NormalizeUsername(username):
+		// Compared as the username is stored: "ｇａｒｄｅｎｅｒ" is the username
+		// "gardener".
 		return "password must not equal the username"
 	}
 	return ""
@@ -108,10 +145,12 @@ func ValidateEmail(v string) string {
 	return ""
 }
 
-// CreateUser stores a new user; a taken username is ErrConflict.
-func (s *Store) CreateUser(in NewUser) (User, error) {
+// Validate checks every field of a new account but the password hash, so a caller
+// can refuse a bad request before it spends a hash on it. The username is checked in
+// the form it will be stored in (NormalizeUsername).
+func (in NewUser) Validate() error {
 	v := &ValidationError{}
-	if msg := ValidateUsername(in.Username); msg != "" {
+	if msg := ValidateNewUsername(in.Username); msg != "" {
 		v.Add("username", msg)
 	}
 	if msg := ValidateName(in.FirstName); msg != "" {
@@ -123,20 +162,26 @@ func (s *Store) CreateUser(in NewUser) (User, error) {
 	if msg := ValidateEmail(in.Email); msg != "" {
 		v.Add("email", msg)
 	}
-	if in.PasswordHash == "" {
-		v.Add("password", "password is required")
-	}
-	if err := v.OrNil(); err != nil {
+	return v.OrNil()
+}
+
+// CreateUser stores a new user under the normalised form of its username; a name
+// taken, or one that looks like a taken one, is ErrConflict.
+func (s *Store) CreateUser(in NewUser) (User, error) {
+	in.Username = NormalizeUsername(in.Username)
+	if err := in.Validate(); err != nil {
 		return User{}, err
+	}
+	if in.PasswordHash == "" {
+		return User{}, Invalid("password", "password is required")
 	}
 	rec := userRecord{User: User{
 		Username: in.Username, FirstName: in.FirstName, LastName: in.LastName, Email: in.Email,
 		DateJoined: s.now().UTC().Truncate(time.Microsecond), SiteAdmin: in.SiteAdmin,
 	}, PasswordHash: in.PasswordHash}
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		names := tx.Bucket(bucketUsernames)
-		if names.Get([]byte(in.Username)) != nil {
-			return fmt.Errorf("%w: username %q is already taken", ErrConflict, in.Username)
+		if err := claimUsername(tx, in.Username, 0); err != nil {
+			return err
 		}
 		users := tx.Bucket(bucketUsers)
 		id, err := users.NextSequence()
@@ -144,7 +189,7 @@ func (s *Store) CreateUser(in NewUser) (User, error) {
 			return err
 		}
 		rec.ID = id
-		if err := names.Put([]byte(in.Username), itob(id)); err != nil {
+		if err := putUsername(tx, in.Username, id); err != nil {
 			return err
 		}
 		return putJSON(users, itob(id), rec)
@@ -157,7 +202,7 @@ func (s *Store) CreateUser(in NewUser) (User, error) {
 
 func (r userRecord) withHash() User {
 	u := r.User
-	u.PasswordHash = r.PasswordHash
+	u.PasswordHash, u.CredentialsGen = r.PasswordHash, r.CredentialsGen
 	return u
 }
 
@@ -167,14 +212,6 @@ func getUser(tx *bolt.Tx, id uint64) (User, error) {
 		return User{}, err
 	}
 	return rec.withHash(), nil
-}
-
-func userIDByName(tx *bolt.Tx, username string) (uint64, bool) {
-	v := tx.Bucket(bucketUsernames).Get([]byte(username))
-	if v == nil {
-		return 0, false
-	}
-	return btoi(v), true
 }
 
 // UserByID returns the user with id.
@@ -187,7 +224,8 @@ func (s *Store) UserByID(id uint64) (User, error) {
 	return u, err
 }
 
-// UserByUsername returns the user named username (case-sensitive).
+// UserByUsername returns the user named username (case-sensitive): the account of
+// that exact name, else of its normalised form (see userIDByName).
 func (s *Store) UserByUsername(username string) (User, error) {
 	var u User
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -202,53 +240,31 @@ func (s *Store) UserByUsername(username string) (User, error) {
 	return u, err
 }
 
-// RecordLogin sets the user's last_login to now.
-func (s *Store) RecordLogin(id uint64) error {
-	return s.updateUser(id, func(tx *bolt.Tx, r *userRecord) error {
-		now := s.now().UTC().Truncate(time.Microsecond)
-		r.LastLogin = &now
-		return nil
-	})
-}
-
-// UpdateUser applies the non-nil fields of up. A new username must be free; a new
-// password hash revokes every token of the user except up.KeepToken.
+// UpdateUser applies the non-nil fields of up. A new username (stored normalised)
+// must be free and not look like a taken one; a new
+// password hash revokes every token of the user except up.KeepToken and starts a new
+// credentials generation, so logins that checked the old password get no token.
 func (s *Store) UpdateUser(id uint64, up UserUpdate) (User, error) {
-	v := &ValidationError{}
-	if up.Username != nil {
-		if msg := ValidateUsername(*up.Username); msg != "" {
-			v.Add("username", msg)
-		}
-	}
-	if up.FirstName != nil {
-		if msg := ValidateName(*up.FirstName); msg != "" {
-			v.Add("first_name", "first_name "+msg)
-		}
-	}
-	if up.LastName != nil {
-		if msg := ValidateName(*up.LastName); msg != "" {
-			v.Add("last_name", "last_name "+msg)
-		}
-	}
-	if up.Email != nil {
-		if msg := ValidateEmail(*up.Email); msg != "" {
-			v.Add("email", msg)
-		}
-	}
-	if err := v.OrNil(); err != nil {
+	if err := up.Validate(); err != nil {
 		return User{}, err
+	}
+	if up.Username != nil {
+		name := NormalizeUsername(*up.Username)
+		up.Username = &name
 	}
 	var out User
 	err := s.updateUser(id, func(tx *bolt.Tx, r *userRecord) error {
+		if was := up.IfUnchanged; was != nil && (r.Username != was.Username || r.CredentialsGen != was.CredentialsGen) {
+			return fmt.Errorf("%w: the account's username or password changed while this request was handled; send it again", ErrConflict)
+		}
 		if up.Username != nil && *up.Username != r.Username {
-			names := tx.Bucket(bucketUsernames)
-			if names.Get([]byte(*up.Username)) != nil {
-				return fmt.Errorf("%w: username %q is already taken", ErrConflict, *up.Username)
-			}
-			if err := names.Delete([]byte(r.Username)); err != nil {
+			if err := claimUsername(tx, *up.Username, id); err != nil {
 				return err
 			}
-			if err := names.Put([]byte(*up.Username), itob(id)); err != nil {
+			if err := deleteUsername(tx, r.Username, id); err != nil {
+				return err
+			}
+			if err := putUsername(tx, *up.Username, id); err != nil {
 				return err
 			}
 			r.Username = *up.Username
@@ -264,6 +280,7 @@ func (s *Store) UpdateUser(id uint64, up UserUpdate) (User, error) {
 		}
 		if up.PasswordHash != nil {
 			r.PasswordHash = *up.PasswordHash
+			r.CredentialsGen++
 			if _, err := revokeUserTokens(tx, id, up.KeepToken); err != nil {
 				return err
 			}

@@ -40,10 +40,10 @@ func (s *Store) Authenticate(digest [store.DigestSize]byte) (store.User, error) 
 	)
 	err := s.do(func(ctx context.Context) error {
 		row := s.pool.QueryRow(ctx, `SELECT u.id, u.username, u.first_name, u.last_name, u.email, u.date_joined,
-				u.last_login, u.site_admin, u.password_hash, t.expiry
+				u.last_login, u.site_admin, u.password_hash, u.credentials_gen, t.expiry
 			FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.digest = $1`, digest[:])
 		err := row.Scan(&u.ID, &u.Username, &u.FirstName, &u.LastName, &u.Email, &u.DateJoined,
-			&u.LastLogin, &u.SiteAdmin, &u.PasswordHash, &expiry)
+			&u.LastLogin, &u.SiteAdmin, &u.PasswordHash, &u.CredentialsGen, &expiry)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrUnauthenticated
 		}
@@ -71,12 +71,47 @@ func (s *Store) RevokeToken(digest [store.DigestSize]byte) error {
 	})
 }
 
+// CreateLoginToken stores the token of a login that checked verified's password, and
+// sets last_login, only while the account's password hash and credentials generation
+// are still those verified holds: the UPDATE's condition and its row lock make the
+// check and the write one step, so a password change or a logout everywhere that
+// commits first leaves the login without a token (ErrCredentialsChanged).
+func (s *Store) CreateLoginToken(verified store.User, digest [store.DigestSize]byte, expiry time.Time) error {
+	if err := store.ValidateTokenDigest(digest); err != nil {
+		return err
+	}
+	return s.write(func(ctx context.Context, tx pgx.Tx) error {
+		now := s.now()
+		tag, err := tx.Exec(ctx, `UPDATE users SET last_login = $4
+			WHERE id = $1 AND password_hash = $2 AND credentials_gen = $3`,
+			verified.ID, verified.PasswordHash, verified.CredentialsGen, ts(now))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 { // changed, or deleted with its credentials
+			return fmt.Errorf("user %d: %w", verified.ID, store.ErrCredentialsChanged)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO tokens (digest, user_id, created, expiry) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (digest) DO UPDATE SET user_id = excluded.user_id, created = excluded.created, expiry = excluded.expiry`,
+			digest[:], verified.ID, ts(now), ts(expiry))
+		return err
+	})
+}
+
 // RevokeUserTokens deletes every token of the user except keep (nil keeps none) and
-// returns how many were deleted.
+// returns how many were deleted. It starts a new credentials generation, so a login
+// that checked the password before gets no token after.
 func (s *Store) RevokeUserTokens(userID uint64, keep []byte) (int, error) {
 	var n int
-	err := s.do(func(ctx context.Context) (err error) {
-		n, err = revokeUserTokens(ctx, s.pool, userID, keep)
+	err := s.write(func(ctx context.Context, tx pgx.Tx) (err error) {
+		tag, err := tx.Exec(ctx, `UPDATE users SET credentials_gen = credentials_gen + 1 WHERE id = $1`, userID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("user %d: %w", userID, store.ErrNotFound)
+		}
+		n, err = revokeUserTokens(ctx, tx, userID, keep)
 		return err
 	})
 	return n, err

@@ -10,11 +10,11 @@ import (
 	"github.com/gardend/gardend/store"
 )
 
-const userColumns = `id, username, first_name, last_name, email, date_joined, last_login, site_admin, password_hash`
+const userColumns = `id, username, first_name, last_name, email, date_joined, last_login, site_admin, password_hash, credentials_gen`
 
 func scanUser(row pgx.Row) (store.User, error) {
 	var u store.User
-	err := row.Scan(&u.ID, &u.Username, &u.FirstName, &u.LastName, &u.Email, &u.DateJoined, &u.LastLogin, &u.SiteAdmin, &u.PasswordHash)
+	err := row.Scan(&u.ID, &u.Username, &u.FirstName, &u.LastName, &u.Email, &u.DateJoined, &u.LastLogin, &u.SiteAdmin, &u.PasswordHash, &u.CredentialsGen)
 	u.DateJoined = u.DateJoined.UTC()
 	if u.LastLogin != nil {
 		t := u.LastLogin.UTC()
@@ -23,24 +23,66 @@ func scanUser(row pgx.Row) (store.User, error) {
 	return u, err
 }
 
-// CreateUser stores a new user; a taken username is ErrConflict (the unique
-// constraint decides, so two nodes cannot both take a name).
+// CreateUser stores a new user under the normalised form of its username; a name
+// taken, or one that looks like a taken one, is ErrConflict. The unique constraint
+// settles an exact name two nodes want; claimUsername's advisory lock on the name's
+// skeleton serialises lookalikes.
 func (s *Store) CreateUser(in store.NewUser) (store.User, error) {
-	if err := store.ValidateNewUser(in); err != nil {
+	in.Username = store.NormalizeUsername(in.Username)
+	if err := in.Validate(); err != nil {
 		return store.User{}, err
 	}
+	if in.PasswordHash == "" {
+		return store.User{}, store.Invalid("password", "password is required")
+	}
 	var u store.User
-	err := s.do(func(ctx context.Context) (err error) {
-		u, err = scanUser(s.pool.QueryRow(ctx, `INSERT INTO users
-			(username, first_name, last_name, email, password_hash, date_joined, site_admin)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+userColumns,
-			in.Username, in.FirstName, in.LastName, in.Email, in.PasswordHash, ts(s.now()), in.SiteAdmin))
+	err := s.write(func(ctx context.Context, tx pgx.Tx) (err error) {
+		if err := claimUsername(ctx, tx, in.Username, 0); err != nil {
+			return err
+		}
+		u, err = scanUser(tx.QueryRow(ctx, `INSERT INTO users
+			(username, first_name, last_name, email, password_hash, date_joined, site_admin, username_look)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+userColumns,
+			in.Username, in.FirstName, in.LastName, in.Email, in.PasswordHash, ts(s.now()), in.SiteAdmin,
+			store.UsernameSkeleton(in.Username)))
 		return err
 	})
 	if isUnique(err) {
 		return store.User{}, store.UsernameTaken(in.Username)
 	}
 	return u, err
+}
+
+// claimUsername checks that name (normalised) is free for account id (0: a new one):
+// no other account has it, nor a name with its skeleton. It takes a transaction-level
+// advisory lock on the skeleton first, so two transactions claiming lookalike names
+// run one after the other and the second sees the first's row.
+func claimUsername(ctx context.Context, tx pgx.Tx, name string, id uint64) error {
+	look := store.UsernameSkeleton(name)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "gardend-username:"+look); err != nil {
+		return err
+	}
+	if other, ok, err := userIDByName(ctx, tx, name); err != nil {
+		return err
+	} else if ok && other != id {
+		return store.UsernameTaken(name)
+	}
+	var taken bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE username_look = $1 AND id <> $2)`, look, id).Scan(&taken); err != nil {
+		return err
+	}
+	if taken {
+		return fmt.Errorf("%w: username %q looks like an existing account's; choose another", store.ErrConflict, name)
+	}
+	return nil
+}
+
+// CheckUsernameFree is claimUsername on its own, for a caller that wants to refuse a
+// taken name before it spends a hash; the write that takes the name checks again.
+func (s *Store) CheckUsernameFree(name string, id uint64) error {
+	return s.write(func(ctx context.Context, tx pgx.Tx) error {
+		return claimUsername(ctx, tx, store.NormalizeUsername(name), id)
+	})
 }
 
 func userByID(ctx context.Context, q querier, id uint64) (store.User, error) {
@@ -61,52 +103,68 @@ func (s *Store) UserByID(id uint64) (store.User, error) {
 	return u, err
 }
 
-// UserByUsername returns the user named username (case-sensitive).
+// UserByUsername returns the user a username means (see userIDByName).
 func (s *Store) UserByUsername(username string) (store.User, error) {
 	var u store.User
-	err := s.do(func(ctx context.Context) (err error) {
-		u, err = scanUser(s.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE username = $1`, username))
-		if errors.Is(err, pgx.ErrNoRows) {
+	err := s.do(func(ctx context.Context) error {
+		id, ok, err := userIDByName(ctx, s.pool, username)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return fmt.Errorf("user %q: %w", username, store.ErrNotFound)
 		}
+		u, err = userByID(ctx, s.pool, id)
 		return err
 	})
 	return u, err
 }
 
-// RecordLogin sets the user's last_login to now.
-func (s *Store) RecordLogin(id uint64) error {
-	return s.do(func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, `UPDATE users SET last_login = $2 WHERE id = $1`, id, ts(s.now()))
-		if err == nil && tag.RowsAffected() == 0 {
-			return fmt.Errorf("user %d: %w", id, store.ErrNotFound)
-		}
-		return err
-	})
-}
-
-// UpdateUser applies the non-nil fields of up. A new username must be free; a new
-// password hash revokes every token of the user except up.KeepToken, in the same
-// transaction.
+// UpdateUser applies the non-nil fields of up. A new username (stored normalised) must
+// be free and not look like a taken one; a new password hash revokes every token of
+// the user except up.KeepToken and starts a new credentials generation, in the same
+// transaction, so logins that checked the old password get no token. With
+// up.IfUnchanged the update applies only while the username and credentials
+// generation are still those the caller read.
 func (s *Store) UpdateUser(id uint64, up store.UserUpdate) (store.User, error) {
-	if err := store.ValidateUserUpdate(up); err != nil {
+	if err := up.Validate(); err != nil {
 		return store.User{}, err
+	}
+	var look *string
+	if up.Username != nil {
+		name := store.NormalizeUsername(*up.Username)
+		up.Username = &name
+		l := store.UsernameSkeleton(name)
+		look = &l
 	}
 	var out store.User
 	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
-		// The UPDATE locks the row: two updates of one user apply one after the other,
-		// and the unique constraint settles a name two users want.
+		// The row lock first: two updates of one user apply one after the other.
+		cur, err := scanUser(tx.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1 FOR UPDATE`, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("user %d: %w", id, store.ErrNotFound)
+		} else if err != nil {
+			return err
+		}
+		if was := up.IfUnchanged; was != nil && (cur.Username != was.Username || cur.CredentialsGen != was.CredentialsGen) {
+			return fmt.Errorf("%w: the account's username or password changed while this request was handled; send it again", store.ErrConflict)
+		}
+		if up.Username != nil && *up.Username != cur.Username {
+			if err := claimUsername(ctx, tx, *up.Username, id); err != nil {
+				return err
+			}
+		}
 		u, err := scanUser(tx.QueryRow(ctx, `UPDATE users SET
 				username = coalesce($2, username),
-				first_name = coalesce($3, first_name),
-				last_name = coalesce($4, last_name),
-				email = coalesce($5, email),
-				password_hash = coalesce($6, password_hash)
+				username_look = coalesce($3, username_look),
+				first_name = coalesce($4, first_name),
+				last_name = coalesce($5, last_name),
+				email = coalesce($6, email),
+				password_hash = coalesce($7, password_hash),
+				credentials_gen = credentials_gen + CASE WHEN $7::text IS NULL THEN 0 ELSE 1 END
 			WHERE id = $1 RETURNING `+userColumns,
-			id, up.Username, up.FirstName, up.LastName, up.Email, up.PasswordHash))
+			id, up.Username, look, up.FirstName, up.LastName, up.Email, up.PasswordHash))
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("user %d: %w", id, store.ErrNotFound)
 		case isUnique(err):
 			return store.UsernameTaken(*up.Username)
 		case err != nil:
@@ -141,12 +199,44 @@ func (s *Store) ListUsers() ([]store.User, error) {
 	return out, err
 }
 
-// userIDByName resolves a username inside a transaction.
+// userIDByName finds the account a username means: the one of that exact name; else
+// the one of its normalised form; else the one account stored before names were
+// normalised (an archive of an older bbolt install) whose name normalises the same.
+// All three share the name's skeleton, so one indexed query finds the candidates.
 func userIDByName(ctx context.Context, q querier, username string) (uint64, bool, error) {
-	var id uint64
-	err := q.QueryRow(ctx, `SELECT id FROM users WHERE username = $1`, username).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
+	normal := store.NormalizeUsername(username)
+	rows, err := q.Query(ctx, `SELECT id, username FROM users WHERE username = $1 OR username_look = $2`,
+		username, store.UsernameSkeleton(username))
+	if err != nil {
+		return 0, false, err
 	}
-	return id, err == nil, err
+	type account struct {
+		id   uint64
+		name string
+	}
+	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (a account, err error) {
+		err = r.Scan(&a.id, &a.name)
+		return a, err
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	var normalForm, legacy []uint64
+	for _, a := range found {
+		switch {
+		case a.name == username:
+			return a.id, true, nil
+		case a.name == normal:
+			normalForm = append(normalForm, a.id)
+		case store.NormalizeUsername(a.name) == normal:
+			legacy = append(legacy, a.id)
+		}
+	}
+	if len(normalForm) == 1 {
+		return normalForm[0], true, nil
+	}
+	if len(legacy) == 1 {
+		return legacy[0], true, nil
+	}
+	return 0, false, nil
 }

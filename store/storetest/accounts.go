@@ -104,18 +104,75 @@ func testUpdateUser(t *testing.T, h Harness) {
 	}
 }
 
-func testRecordLogin(t *testing.T, h Harness) {
+func testCreateLoginToken(t *testing.T, h Harness) {
 	st, clock := open(t, h)
 	u := mustUser(t, st, "ann")
 	clock.Advance(time.Minute)
-	if err := st.RecordLogin(u.ID); err != nil {
+	verified, err := st.UserByUsername("ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateLoginToken(verified, store.TokenDigest(tok("a1")), clock.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.UserByID(u.ID)
 	if err != nil || got.LastLogin == nil || !got.LastLogin.Equal(clock.Now()) {
 		t.Fatalf("last login %v, %v; want %v", got.LastLogin, err, clock.Now())
 	}
-	wantErr(t, st.RecordLogin(999), store.ErrNotFound)
+	if a, err := st.Authenticate(store.TokenDigest(tok("a1"))); err != nil || a.ID != u.ID {
+		t.Fatalf("the login's token: %+v, %v", a, err)
+	}
+	// A logout everywhere, then a password change, after the check: no token.
+	if _, err := st.RevokeUserTokens(u.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, st.CreateLoginToken(verified, store.TokenDigest(tok("a2")), clock.Now().Add(time.Hour)), store.ErrCredentialsChanged)
+	verified, _ = st.UserByID(u.ID)
+	if _, err := st.UpdateUser(u.ID, store.UserUpdate{PasswordHash: ptr("$argon2id$new")}); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, st.CreateLoginToken(verified, store.TokenDigest(tok("a3")), clock.Now().Add(time.Hour)), store.ErrCredentialsChanged)
+	for _, name := range []string{"a2", "a3"} {
+		if _, err := st.Authenticate(store.TokenDigest(tok(name))); !errors.Is(err, store.ErrUnauthenticated) {
+			t.Errorf("token %s of a stale login works: %v", name, err)
+		}
+	}
+	// A profile change keeps the credentials: the login goes through.
+	verified, _ = st.UserByID(u.ID)
+	if _, err := st.UpdateUser(u.ID, store.UserUpdate{FirstName: ptr("Anne")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateLoginToken(verified, store.TokenDigest(tok("a4")), clock.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("after a profile change: %v", err)
+	}
+	wantErr(t, st.CreateLoginToken(store.User{ID: 999}, store.TokenDigest(tok("a5")), clock.Now().Add(time.Hour)), store.ErrCredentialsChanged)
+}
+
+func testUsernamesNormalisedAndUnconfusable(t *testing.T, h Harness) {
+	st, _ := open(t, h)
+	u := mustUser(t, st, "ｃｏｃｏ") // fullwidth: stored as "coco"
+	if u.Username != "coco" {
+		t.Fatalf("stored as %q, want NFKC form", u.Username)
+	}
+	if got, err := st.UserByUsername("ｃｏｃｏ"); err != nil || got.ID != u.ID {
+		t.Fatalf("lookup by the typed form: %+v, %v", got, err)
+	}
+	_, err := st.CreateUser(store.NewUser{Username: "сосо", FirstName: "F", LastName: "L", PasswordHash: "$argon2id$x"}) // Cyrillic
+	wantErr(t, err, store.ErrConflict)
+	wantErr(t, st.CheckUsernameFree("сосо", 0), store.ErrConflict)
+	if err := st.CheckUsernameFree("coco", u.ID); err != nil {
+		t.Errorf("own name for its own account: %v", err)
+	}
+	bob := mustUser(t, st, "bob")
+	_, err = st.UpdateUser(bob.ID, store.UserUpdate{Username: ptr("сосо")})
+	wantErr(t, err, store.ErrConflict)
+	// IfUnchanged: a password change meanwhile refuses a rename checked before it.
+	seen, _ := st.UserByID(bob.ID)
+	if _, err := st.UpdateUser(bob.ID, store.UserUpdate{PasswordHash: ptr("$argon2id$other")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.UpdateUser(bob.ID, store.UserUpdate{Username: ptr("robert"), IfUnchanged: &seen})
+	wantErr(t, err, store.ErrConflict)
 }
 
 // tok turns a short name into a well-formed token (64 hex digits).

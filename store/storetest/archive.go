@@ -30,7 +30,9 @@ func Fill(tb testing.TB, st store.Backend, clock *Clock) {
 	must(err)
 	carol := mustUser(tb, st, "carol")
 	clock.Advance(time.Minute)
-	must(st.RecordLogin(ann.ID))
+	must(st.CreateLoginToken(ann, store.TokenDigest(tok("ann-login")), clock.Now().Add(time.Hour)))
+	_, err = st.RevokeUserTokens(carol.ID, nil) // a credentials generation to carry over
+	must(err)
 	must(st.CreateToken(ann.ID, store.TokenDigest(tok("ann")), clock.Now().Add(time.Hour)))
 	must(st.CreateToken(bob.ID, store.TokenDigest(tok("bob")), clock.Now().Add(2*time.Hour)))
 	must(st.SaveWidgets(carol.ID, []byte(" [ 1, {\"a\" : \"ß\"} ]\n")))

@@ -13,8 +13,15 @@ CREATE TABLE users (
     password_hash text NOT NULL,
     date_joined   timestamptz NOT NULL,
     last_login    timestamptz,
-    site_admin    boolean NOT NULL DEFAULT false
+    site_admin    boolean NOT NULL DEFAULT false,
+    -- Raised by a password change and by logging out everywhere: a login creates its
+    -- token only while the generation it read is current (store.CreateLoginToken).
+    credentials_gen bigint NOT NULL DEFAULT 0,
+    -- store.UsernameSkeleton(username): a new name whose skeleton another account has
+    -- looks like that account's and is refused.
+    username_look text COLLATE "C" NOT NULL
 );
+CREATE INDEX users_username_look ON users (username_look);
 
 -- The SHA-256 of each token; authentication is one primary-key lookup joined to users.
 CREATE TABLE tokens (

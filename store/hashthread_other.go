@@ -1,0 +1,6 @@
+//go:build !linux
+
+package store
+
+// lowerThreadPriority does nothing where priorities are per process, not per thread.
+func lowerThreadPriority() {}
