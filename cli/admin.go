@@ -80,7 +80,7 @@ func (o *userCreateOptions) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	var u store.User
-	err = callAdmin(cmd.Context(), o.global.dataDir, "users.create", server.CreateUserArgs{
+	err = callAdmin(cmd.Context(), o.global, "users.create", server.CreateUserArgs{
 		Username: o.username, Password: password, FirstName: o.firstName, LastName: o.lastName,
 		Email: o.email, SiteAdmin: o.siteAdmin,
 	}, &u)

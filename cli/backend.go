@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/gardend/gardend/server"
@@ -20,10 +19,11 @@ import (
 )
 
 // callAdmin runs an admin operation: through the running server's socket when there is
-// one, else in-process on the database. It never waits more than about a second for a
-// lock and never fails silently.
-func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
-	if err := backup.CheckIdle(dataDir); err != nil {
+// one in the data directory, else in-process on the database (--store). It never waits
+// more than about a second for a lock and never fails silently.
+func callAdmin(ctx context.Context, g *globalOptions, op string, args, out any) error {
+	dataDir := g.dataDir
+	if err := checkIdle(g); err != nil {
 		return err
 	}
 	body, err := json.Marshal(args)
@@ -34,7 +34,7 @@ func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
 		defer resp.Body.Close()
 		return decodeAdminResponse(resp, out)
 	}
-	admin, closeDB, err := openAdmin(dataDir)
+	admin, closeDB, err := openAdmin(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -60,14 +60,15 @@ func callAdmin(ctx context.Context, dataDir, op string, args, out any) error {
 // through the running server's socket or else in-process, like callAdmin. A failure
 // after bytes were written is still returned: from the socket's error trailer or a
 // cut-off body, or from the in-process sink.
-func streamAdmin(ctx context.Context, dataDir, op string, args any, w io.Writer) error {
-	return streamAdminWith(ctx, dataDir, op, args, nil, w)
+func streamAdmin(ctx context.Context, g *globalOptions, op string, args any, w io.Writer) error {
+	return streamAdminWith(ctx, g, op, args, nil, w)
 }
 
 // streamAdminWith is streamAdmin where the in-process Admin first gets what the
 // operation needs from prepare (when not nil), which returns its clean-up.
-func streamAdminWith(ctx context.Context, dataDir, op string, args any, prepare func(*server.Admin) (func(), error), w io.Writer) error {
-	if err := backup.CheckIdle(dataDir); err != nil {
+func streamAdminWith(ctx context.Context, g *globalOptions, op string, args any, prepare func(*server.Admin) (func(), error), w io.Writer) error {
+	dataDir := g.dataDir
+	if err := checkIdle(g); err != nil {
 		return err
 	}
 	body, err := json.Marshal(args)
@@ -87,7 +88,7 @@ func streamAdminWith(ctx context.Context, dataDir, op string, args any, prepare 
 		}
 		return nil
 	}
-	admin, closeDB, err := openAdmin(dataDir)
+	admin, closeDB, err := openAdmin(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -125,21 +126,27 @@ func viaSocket(ctx context.Context, dataDir, op string, body []byte) (resp *http
 }
 
 // openAdmin opens the database itself (no server answers on the socket) for an
-// in-process admin operation; closeDB closes it. Like serve, it never opens a
-// database while a restore is pending or running (backup.Guard).
-func openAdmin(dataDir string) (admin *server.Admin, closeDB func() error, err error) {
-	var st *store.Store
-	err = backup.Guard(dataDir, func() (err error) {
-		st, err = store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
-		return err
-	})
+// in-process admin operation; closeDB closes it. Like serve, it never opens a bbolt
+// database while a restore is pending or running (openStore). A PostgreSQL database
+// is shared: the operation runs beside any nodes serving it.
+func openAdmin(ctx context.Context, g *globalOptions) (admin *server.Admin, closeDB func() error, err error) {
+	st, _, err := openStore(ctx, g, nil, nil)
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
-			return nil, nil, fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, server.AdminSocketPath(dataDir))
+			return nil, nil, fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, server.AdminSocketPath(g.dataDir))
 		}
 		return nil, nil, err
 	}
-	return server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1)), st.Close, nil
+	return server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1), g.dataDir), st.Close, nil
+}
+
+// checkIdle refuses a data directory a restore left half-way. A node of a shared
+// database keeps only caches there, and restores do not switch it over.
+func checkIdle(g *globalOptions) error {
+	if _, pg := g.postgresDSN(); pg {
+		return nil
+	}
+	return backup.CheckIdle(g.dataDir)
 }
 
 // streamSink is the in-process stream's writer; the operation reports a failure
@@ -196,12 +203,19 @@ func decodeAdminResponse(resp *http.Response, out any) error {
 }
 
 // requireDatabase refuses to create an empty database just to inspect it, and a
-// data directory a restore left half-way (its database may be moved aside).
-func requireDatabase(dataDir string) error {
-	if err := backup.CheckIdle(dataDir); err != nil {
+// data directory a restore left half-way (its database may be moved aside). A
+// PostgreSQL database is the operator's to create; openStore only migrates it.
+func requireDatabase(g *globalOptions) error {
+	if err := g.checkStore(); err != nil {
 		return err
 	}
-	path := filepath.Join(dataDir, store.FileName)
+	if _, pg := g.postgresDSN(); pg {
+		return nil
+	}
+	if err := backup.CheckIdle(g.dataDir); err != nil {
+		return err
+	}
+	path := g.boltPath()
 	_, err := os.Stat(path)
 	switch {
 	case err == nil:

@@ -45,7 +45,7 @@ reported here; they do not fail the backup.`,
 }
 
 func (o *backupOptions) run(cmd *cobra.Command, args []string) error {
-	if err := requireDatabase(o.global.dataDir); err != nil {
+	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
 	target := args[0]
@@ -112,7 +112,7 @@ func (o *backupOptions) write(cmd *cobra.Command, out io.Writer) (*backup.Manife
 		done <- verdict{m, err}
 	}()
 	cw := &byteCounter{w: out}
-	err := streamAdmin(cmd.Context(), o.global.dataDir, server.BackupOp, struct{}{}, io.MultiWriter(cw, pw))
+	err := streamAdmin(cmd.Context(), o.global, server.BackupOp, struct{}{}, io.MultiWriter(cw, pw))
 	pw.CloseWithError(err)
 	v := <-done
 	switch {

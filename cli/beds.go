@@ -44,11 +44,11 @@ func newBedsAddCommand(g *globalOptions) *cobra.Command {
 }
 
 func (o *bedsAddOptions) run(cmd *cobra.Command, _ []string) error {
-	if err := requireDatabase(o.global.dataDir); err != nil {
+	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
 	var b store.Bed
-	if err := callAdmin(cmd.Context(), o.global.dataDir, "beds.add", server.BedAddArgs{Garden: o.garden, UUID: o.uuid, Name: o.name}, &b); err != nil {
+	if err := callAdmin(cmd.Context(), o.global, "beds.add", server.BedAddArgs{Garden: o.garden, UUID: o.uuid, Name: o.name}, &b); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "added bed %d (project %s) to garden %d\n", b.ID, b.UUID, o.garden)
@@ -79,10 +79,10 @@ func newBedsRemoveCommand(g *globalOptions) *cobra.Command {
 }
 
 func (o *bedsRemoveOptions) run(cmd *cobra.Command, _ []string) error {
-	if err := requireDatabase(o.global.dataDir); err != nil {
+	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
-	if err := callAdmin(cmd.Context(), o.global.dataDir, "beds.remove", server.BedRemoveArgs{Garden: o.garden, Bed: o.bed}, nil); err != nil {
+	if err := callAdmin(cmd.Context(), o.global, "beds.remove", server.BedRemoveArgs{Garden: o.garden, Bed: o.bed}, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "removed bed %d of garden %d\n", o.bed, o.garden)

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/gardend/gardend/server"
-	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // Crash test shape. GARDEND_CRASH_ROUNDS sets the rounds (CI runs more);
@@ -109,7 +109,7 @@ func TestCrashSafety(t *testing.T) {
 
 	// A clean stop, then the checks once more on the database the server left.
 	proc.stop()
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{Timeout: 5 * time.Second})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func (p *gardendProc) stop() {
 // the sweep.
 func checkCrashedStore(t *testing.T, dir string) (leftovers int) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("open the database after the kill: %v", err)
 	}
@@ -312,7 +312,7 @@ func checkCrashedStore(t *testing.T, dir string) (leftovers int) {
 
 // checkStore runs both consistency checks and checks that every image path a garden
 // refers to is a file; it returns the paths.
-func checkStore(t *testing.T, when string, st *store.Store, dir string) map[string]bool {
+func checkStore(t *testing.T, when string, st *bolt.Store, dir string) map[string]bool {
 	t.Helper()
 	if err := st.Check(); err != nil {
 		t.Errorf("%s: bbolt check: %v", when, err)

@@ -136,11 +136,11 @@ func newInspectCommand(g *globalOptions) *cobra.Command {
 }
 
 func (o *inspectOptions) run(cmd *cobra.Command, view inspectView) error {
-	if err := requireDatabase(o.global.dataDir); err != nil {
+	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
 	res := view.newResult()
-	if err := callAdmin(cmd.Context(), o.global.dataDir, view.op, struct{}{}, res); err != nil {
+	if err := callAdmin(cmd.Context(), o.global, view.op, struct{}{}, res); err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()

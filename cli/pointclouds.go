@@ -53,7 +53,7 @@ workers.`,
 }
 
 func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
-	if err := requireDatabase(o.global.dataDir); err != nil {
+	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
 	if err := o.spatial.validate(); err != nil {
@@ -82,7 +82,7 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 		bar.draw(p)
 		return nil
 	}}
-	err := streamAdminWith(cmd.Context(), o.global.dataDir, "pointclouds.sync", server.CloudSyncArgs{Garden: o.garden}, prepare, lines)
+	err := streamAdminWith(cmd.Context(), o.global, "pointclouds.sync", server.CloudSyncArgs{Garden: o.garden}, prepare, lines)
 	bar.finish()
 	if err != nil {
 		return err

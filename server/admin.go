@@ -13,9 +13,11 @@ import (
 // holds the database, and through the admin socket when one does, so both paths share
 // one implementation.
 type Admin struct {
-	store *store.Store
+	store store.Backend
 	pw    *store.Passwords
-	ops   map[string]adminOp
+	// dataDir is the node's data directory (backups read it).
+	dataDir string
+	ops     map[string]adminOp
 	// afterRemove is the server's clean-up after a deletion; nil when the CLI runs
 	// without a server, whose start-up sweep then deletes unreferenced files.
 	afterRemove func(ctx context.Context, removed store.Removed)
@@ -30,9 +32,9 @@ type Admin struct {
 
 type adminOp func(ctx context.Context, args json.RawMessage) (any, error)
 
-// NewAdmin binds the operations to a store.
-func NewAdmin(st *store.Store, pw *store.Passwords) *Admin {
-	a := &Admin{store: st, pw: pw}
+// NewAdmin binds the operations to a store and the node's data directory.
+func NewAdmin(st store.Backend, pw *store.Passwords, dataDir string) *Admin {
+	a := &Admin{store: st, pw: pw, dataDir: dataDir}
 	a.backups = newBackupState()
 	a.ops = map[string]adminOp{
 		"users.create":   a.createUser,

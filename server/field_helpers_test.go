@@ -58,7 +58,7 @@ func fieldNewServer(t testing.TB, clock *fieldClock, edit func(*server.Config)) 
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv, err := server.New(cfg)
+	srv, err := newServer(t, cfg)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
@@ -70,7 +70,7 @@ func fieldNewServer(t testing.TB, clock *fieldClock, edit func(*server.Config)) 
 func fieldCreateUser(t testing.TB, srv *server.Server, username, password string) {
 	t.Helper()
 	args, _ := json.Marshal(server.CreateUserArgs{Username: username, Password: password, FirstName: "F", LastName: "L"})
-	admin := server.NewAdmin(srv.Store(), store.NewPasswords(fieldArgon2, 1))
+	admin := server.NewAdmin(srv.Store(), store.NewPasswords(fieldArgon2, 1), t.TempDir())
 	if _, err := admin.Do(context.Background(), "users.create", args); err != nil {
 		t.Fatalf("create user %s: %v", username, err)
 	}

@@ -45,7 +45,7 @@ func newFlood(tb testing.TB, edit func(*server.Config)) *flood {
 	})
 	f := &flood{tb: tb, srv: srv, username: "farmer", password: "office-8am-login"}
 	args, _ := json.Marshal(server.CreateUserArgs{Username: f.username, Password: f.password, FirstName: "F", LastName: "L"})
-	admin := server.NewAdmin(srv.Store(), store.NewPasswords(store.DefaultArgon2, 1))
+	admin := server.NewAdmin(srv.Store(), store.NewPasswords(store.DefaultArgon2, 1), tb.TempDir())
 	if _, err := admin.Do(context.Background(), "users.create", args); err != nil {
 		tb.Fatal(err)
 	}

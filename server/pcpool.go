@@ -15,7 +15,7 @@ import (
 // workers. The queue is the state: the pool only remembers which jobs are in hand, so
 // stopping it loses nothing and a new pool resumes where the old one stopped.
 type cloudPool struct {
-	store  *store.Store
+	store  store.Backend
 	client *spatial.Client
 	dir    string // <data>/pointclouds
 	cfg    CloudConfig
@@ -45,7 +45,7 @@ type cloudEvent struct {
 // scanLimit bounds the jobs taken from one scan of the queue.
 const scanLimit = 256
 
-func newCloudPool(st *store.Store, c *spatial.Client, dir string, cfg CloudConfig, now func() time.Time, log zerolog.Logger) *cloudPool {
+func newCloudPool(st store.Backend, c *spatial.Client, dir string, cfg CloudConfig, now func() time.Time, log zerolog.Logger) *cloudPool {
 	log = log.With().Str("component", "pointclouds").Logger()
 	return &cloudPool{
 		store: st, client: c, dir: dir, cfg: cfg, now: now,

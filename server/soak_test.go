@@ -535,7 +535,7 @@ func TestSoak(t *testing.T) {
 	}
 	dir := t.TempDir()
 	logs := &errorLines{}
-	srv, err := server.New(server.Config{
+	srv, err := newServer(t, server.Config{
 		DataDir: dir, Addr: "127.0.0.1:0", Argon2: cheapArgon2, ShutdownTimeout: 10 * time.Second,
 		Logger: zerolog.New(logs),
 		// Every worker may upload at once: the soak checks consistency, not the limit.

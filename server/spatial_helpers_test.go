@@ -68,7 +68,7 @@ func startGardend(tb testing.TB, cfg server.Config) *gardend {
 
 func (g *gardend) start() {
 	g.tb.Helper()
-	srv, err := server.New(g.cfg)
+	srv, err := newServer(g.tb, g.cfg)
 	if err != nil {
 		g.tb.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 	"github.com/gardend/gardend/store/storetest"
 )
 
@@ -15,8 +16,8 @@ import (
 // bolt → archive → PostgreSQL → archive → bolt gives the same records at every step.
 func TestArchiveAcrossBackends(t *testing.T) {
 	clock := storetest.NewClock()
-	openBolt := func() *store.Store {
-		st, err := store.Open(filepath.Join(t.TempDir(), store.FileName), store.Options{Now: clock.Now})
+	openBolt := func() *bolt.Store {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), bolt.FileName), bolt.Options{Now: clock.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +44,7 @@ func TestArchiveAcrossBackends(t *testing.T) {
 
 	cluster := openNodes(t, clock.Now, 1)[0]
 	defer cluster.Close()
-	if err := cluster.Import(ctx, bytes.NewReader(fromBox)); err != nil {
+	if err := cluster.Import(ctx, bytes.NewReader(fromBox), store.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cluster.CheckIndexes(); err != nil {
@@ -55,7 +56,7 @@ func TestArchiveAcrossBackends(t *testing.T) {
 	}
 
 	back := openBolt()
-	if err := back.Import(ctx, bytes.NewReader(fromCluster)); err != nil {
+	if err := back.Import(ctx, bytes.NewReader(fromCluster), store.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if again := export(back); !bytes.Equal(storetest.Records(fromBox), storetest.Records(again)) {

@@ -44,12 +44,18 @@ import (
 // prepare was run on once (a schema migrated, say), which is cheaper than preparing
 // each test's database; prepare must close its connections before it returns.
 func Main(m *testing.M, prepare ...func(dsn string) error) {
+	os.Exit(Run(m, prepare...))
+}
+
+// Run is Main for a TestMain that does more after the tests: it runs them, stops the
+// server and returns the exit code.
+func Run(m *testing.M, prepare ...func(dsn string) error) int {
 	if len(prepare) > 0 {
 		shared.prepare = prepare[0]
 	}
 	code := m.Run()
 	shared.stop()
-	os.Exit(code)
+	return code
 }
 
 // errMissing is the reason for a skip: PostgreSQL is not installed here.

@@ -1,11 +1,13 @@
-package store
+package bolt
 
 import (
 	"path/filepath"
 	"strings"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/gardend/gardend/store"
 )
 
 // TestCheckIndexesFindsDamage breaks one relation at a time and expects CheckIndexes
@@ -13,24 +15,24 @@ import (
 func TestCheckIndexesFindsDamage(t *testing.T) {
 	tests := []struct {
 		want   string
-		damage func(tx *bolt.Tx, ids fixtureIDs) error
+		damage func(tx *bbolt.Tx, ids fixtureIDs) error
 	}{
-		{"missing from company_gardens", func(tx *bolt.Tx, f fixtureIDs) error {
+		{"missing from company_gardens", func(tx *bbolt.Tx, f fixtureIDs) error {
 			return tx.Bucket(bucketCompanyGardens).Delete(pairKey(f.company, f.garden))
 		}},
-		{"missing from perm_user_company", func(tx *bolt.Tx, f fixtureIDs) error {
+		{"missing from perm_user_company", func(tx *bbolt.Tx, f fixtureIDs) error {
 			return tx.Bucket(bucketUserCompany).Delete(pairKey(f.user, f.company))
 		}},
-		{"perm_user_garden", func(tx *bolt.Tx, f fixtureIDs) error {
+		{"perm_user_garden", func(tx *bbolt.Tx, f fixtureIDs) error {
 			return tx.Bucket(bucketPermGarden).Delete(pairKey(f.garden, f.user))
 		}},
-		{"has no admin", func(tx *bolt.Tx, f fixtureIDs) error {
-			return tx.Bucket(bucketPermCompany).Put(pairKey(f.company, f.user), permValue{id: 1, level: LevelUser}.encode())
+		{"has no admin", func(tx *bbolt.Tx, f fixtureIDs) error {
+			return tx.Bucket(bucketPermCompany).Put(pairKey(f.company, f.user), permValue{id: 1, level: store.LevelUser}.encode())
 		}},
-		{"bed_uuids", func(tx *bolt.Tx, f fixtureIDs) error {
+		{"bed_uuids", func(tx *bbolt.Tx, f fixtureIDs) error {
 			return tx.Bucket(bucketBedUUIDs).Put(bedUUIDKey("stray", f.garden), itob(99))
 		}},
-		{"image path and coordinates disagree", func(tx *bolt.Tx, f fixtureIDs) error {
+		{"image path and coordinates disagree", func(tx *bbolt.Tx, f fixtureIDs) error {
 			return tx.Bucket(bucketGardenCoords).Delete(itob(f.garden))
 		}},
 	}
@@ -41,7 +43,7 @@ func TestCheckIndexesFindsDamage(t *testing.T) {
 			if err := st.CheckIndexes(); err != nil {
 				t.Fatalf("clean fixture: %v", err)
 			}
-			if err := st.db.Update(func(tx *bolt.Tx) error { return tc.damage(tx, f) }); err != nil {
+			if err := st.db.Update(func(tx *bbolt.Tx) error { return tc.damage(tx, f) }); err != nil {
 				t.Fatal(err)
 			}
 			err := st.CheckIndexes()
@@ -59,7 +61,7 @@ func openFixture(t *testing.T) (*Store, fixtureIDs) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := st.CreateUser(NewUser{Username: "alice", FirstName: "A", LastName: "L", PasswordHash: "x"})
+	u, err := st.CreateUser(store.NewUser{Username: "alice", FirstName: "A", LastName: "L", PasswordHash: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +73,10 @@ func openFixture(t *testing.T) (*Store, fixtureIDs) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SetGardenPermission(g.ID, 0, "alice", LevelUser); err != nil {
+	if _, err := st.SetGardenPermission(g.ID, 0, "alice", store.LevelUser); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SetGardenImage(g.ID, "images/x.png", Coordinates{{"top_left", 1, 1}, {"top_right", 1, 2}, {"bottom_left", 0, 1}}); err != nil {
+	if _, err := st.SetGardenImage(g.ID, "images/x.png", store.Coordinates{{Name: "top_left", Latitude: 1, Longitude: 1}, {Name: "top_right", Latitude: 1, Longitude: 2}, {Name: "bottom_left", Longitude: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.CreateBed(g.ID, "p1", ""); err != nil {

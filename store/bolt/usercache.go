@@ -1,6 +1,10 @@
-package store
+package bolt
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/gardend/gardend/store"
+)
 
 // userCache keeps decoded users so token authentication, the hottest path, does not
 // decode JSON per request. Only this process writes the database (bbolt's file lock),
@@ -9,7 +13,7 @@ import "sync"
 type userCache struct {
 	mu  sync.RWMutex
 	gen uint64
-	m   map[uint64]User
+	m   map[uint64]store.User
 }
 
 const userCacheMax = 10000
@@ -20,7 +24,7 @@ func (c *userCache) generation() uint64 {
 	return c.gen
 }
 
-func (c *userCache) get(id uint64) (User, bool) {
+func (c *userCache) get(id uint64) (store.User, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	u, ok := c.m[id]
@@ -28,14 +32,14 @@ func (c *userCache) get(id uint64) (User, bool) {
 }
 
 // put caches u if no user was written since gen was read.
-func (c *userCache) put(u User, gen uint64) {
+func (c *userCache) put(u store.User, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen != c.gen {
 		return
 	}
 	if c.m == nil || len(c.m) >= userCacheMax {
-		c.m = make(map[uint64]User)
+		c.m = make(map[uint64]store.User)
 	}
 	c.m[u.ID] = u
 }

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/gardend/gardend/store"
 )
 
 // CheckIndexes verifies the relations bbolt cannot: every index entry has its record
@@ -14,7 +16,7 @@ import (
 // company has an admin. It returns every problem found, joined; tests run it at
 // cleanup.
 func (s *Store) CheckIndexes() error {
-	return s.db.View(func(tx *bolt.Tx) error {
+	return s.db.View(func(tx *bbolt.Tx) error {
 		c := &indexCheck{tx: tx}
 		c.users()
 		c.gardens()
@@ -26,10 +28,10 @@ func (s *Store) CheckIndexes() error {
 }
 
 type indexCheck struct {
-	tx      *bolt.Tx
+	tx      *bbolt.Tx
 	errs    []error
-	gardenM map[uint64]Garden
-	bedM    map[uint64]Bed
+	gardenM map[uint64]store.Garden
+	bedM    map[uint64]store.Bed
 }
 
 func (c *indexCheck) bad(format string, args ...any) {
@@ -74,15 +76,15 @@ func (c *indexCheck) users() {
 }
 
 func (c *indexCheck) gardens() {
-	c.gardenM = map[uint64]Garden{}
+	c.gardenM = map[uint64]store.Garden{}
 	c.each(bucketCompanies, func(k, v []byte) {
-		var co Company
+		var co store.Company
 		if err := json.Unmarshal(v, &co); err != nil || co.ID != btoi(k) {
 			c.bad("company %d: undecodable or wrong id (%v)", btoi(k), err)
 		}
 	})
 	c.each(bucketGardens, func(k, v []byte) {
-		var g Garden
+		var g store.Garden
 		if err := json.Unmarshal(v, &g); err != nil || g.ID != btoi(k) {
 			c.bad("garden %d: undecodable or wrong id (%v)", btoi(k), err)
 			return
@@ -134,7 +136,7 @@ func (c *indexCheck) permissions() {
 	c.each(bucketPermCompany, func(k, _ []byte) {
 		p, ok := perm(bucketPermCompany, k)
 		companyID, userID := btoi(k), btoi(k[8:])
-		if ok && p.level == LevelAdmin {
+		if ok && p.level == store.LevelAdmin {
 			admins[companyID]++
 		}
 		if !c.has(bucketCompanies, k[:8]) {
@@ -151,7 +153,7 @@ func (c *indexCheck) permissions() {
 	})
 	// A company made in gardend always has an admin (the last-admin rule keeps one);
 	// one imported from another system may have come without (store/import.go).
-	importedCompanies := imported(c.tx, ImportCompanies)
+	importedCompanies := importedBy(c.tx, "", store.ImportCompanies)
 	c.each(bucketCompanies, func(k, _ []byte) {
 		if admins[btoi(k)] == 0 && !importedCompanies[btoi(k)] {
 			c.bad("company %d has no admin", btoi(k))
@@ -178,7 +180,7 @@ func (c *indexCheck) permissions() {
 }
 
 func (c *indexCheck) beds() {
-	c.bedM = map[uint64]Bed{}
+	c.bedM = map[uint64]store.Bed{}
 	c.each(bucketBeds, func(k, v []byte) {
 		var rec bedRecord
 		if err := json.Unmarshal(v, &rec); err != nil || rec.ID != btoi(k) {

@@ -1,4 +1,4 @@
-package storetest_test
+package bolt_test
 
 import (
 	"path/filepath"
@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 	"github.com/gardend/gardend/store/storetest"
 )
 
-// TestBolt runs the contract suite against the bbolt backend: one process owns the
-// file, so every "node" is the same handle.
-func TestBolt(t *testing.T) {
+// TestContract runs the contract suite against the bbolt backend: one process owns
+// the file, so every "node" is the same handle.
+func TestContract(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		Open: func(tb testing.TB, now func() time.Time, n int) []store.Backend {
-			st, err := store.Open(filepath.Join(tb.TempDir(), store.FileName), store.Options{Now: now})
+			st, err := bolt.Open(filepath.Join(tb.TempDir(), bolt.FileName), bolt.Options{Now: now})
 			if err != nil {
 				tb.Fatal(err)
 			}

@@ -1,7 +1,4 @@
-// Package store keeps gardend's records in an embedded bbolt database. Every exported
-// method is one domain operation that owns its transaction; values are copied out of
-// bbolt before the transaction ends.
-package store
+package bolt
 
 import (
 	"bytes"
@@ -15,8 +12,10 @@ import (
 	"path/filepath"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/gardend/gardend/store"
 )
 
 // FileName is the database file inside the data directory.
@@ -63,10 +62,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly, NoSync: opts.NoSync})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly, NoSync: opts.NoSync})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fmt.Errorf("%w: %s is in use (is gardend serve running with this data directory?)", ErrLocked, path)
+			return nil, fmt.Errorf("%w: %s is in use (is gardend serve running with this data directory?)", store.ErrLocked, path)
 		}
 		return nil, openError(path, err)
 	}
@@ -105,11 +104,11 @@ func openError(path string, err error) error {
 // txDB is the database with View and Update timed for Options.ObserveTx; store
 // methods call them as bbolt's own.
 type txDB struct {
-	*bolt.DB
+	*bbolt.DB
 	observe func(write bool, d time.Duration)
 }
 
-func (d txDB) View(fn func(*bolt.Tx) error) error {
+func (d txDB) View(fn func(*bbolt.Tx) error) error {
 	if d.observe == nil {
 		return d.DB.View(fn)
 	}
@@ -119,7 +118,7 @@ func (d txDB) View(fn func(*bolt.Tx) error) error {
 	return err
 }
 
-func (d txDB) Update(fn func(*bolt.Tx) error) error {
+func (d txDB) Update(fn func(*bbolt.Tx) error) error {
 	if d.observe == nil {
 		return d.DB.Update(fn)
 	}
@@ -140,7 +139,7 @@ func (s *Store) Now() time.Time { return s.now() }
 
 // Check runs bbolt's consistency check and returns every problem found, joined.
 func (s *Store) Check() error {
-	return s.db.View(func(tx *bolt.Tx) error {
+	return s.db.View(func(tx *bbolt.Tx) error {
 		var errs []error
 		for err := range tx.Check() {
 			errs = append(errs, err)
@@ -152,7 +151,7 @@ func (s *Store) Check() error {
 // WriteSnapshot writes a consistent copy of the whole database file to w.
 func (s *Store) WriteSnapshot(w io.Writer) (int64, error) {
 	var n int64
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		var err error
 		n, err = tx.WriteTo(w)
 		return err
@@ -188,7 +187,7 @@ func tripleKey(a, b, c uint64) []byte {
 
 // idsUnder returns the id in the last 8 bytes of every key of b starting with prefix,
 // in key order.
-func idsUnder(b *bolt.Bucket, prefix []byte) []uint64 {
+func idsUnder(b *bbolt.Bucket, prefix []byte) []uint64 {
 	var ids []uint64
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -198,12 +197,12 @@ func idsUnder(b *bolt.Bucket, prefix []byte) []uint64 {
 }
 
 // anyUnder reports whether some key of b starts with prefix.
-func anyUnder(b *bolt.Bucket, prefix []byte) bool {
+func anyUnder(b *bbolt.Bucket, prefix []byte) bool {
 	k, _ := b.Cursor().Seek(prefix)
 	return k != nil && bytes.HasPrefix(k, prefix)
 }
 
-func putJSON(b *bolt.Bucket, key []byte, v any) error {
+func putJSON(b *bbolt.Bucket, key []byte, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -213,11 +212,11 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 
 // getRecord decodes the record stored at id in bucket. kind names the record in
 // errors: "garden 3: not found" wraps ErrNotFound, a damaged record does not.
-func getRecord[T any](tx *bolt.Tx, bucket []byte, kind string, id uint64) (T, error) {
+func getRecord[T any](tx *bbolt.Tx, bucket []byte, kind string, id uint64) (T, error) {
 	var v T
 	data := tx.Bucket(bucket).Get(itob(id))
 	if data == nil {
-		return v, fmt.Errorf("%s %d: %w", kind, id, ErrNotFound)
+		return v, fmt.Errorf("%s %d: %w", kind, id, store.ErrNotFound)
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		var zero T
@@ -228,7 +227,7 @@ func getRecord[T any](tx *bolt.Tx, bucket []byte, kind string, id uint64) (T, er
 
 // getEach loads the records with ids, in that order, with get (getGarden, …); the
 // result is never nil.
-func getEach[T any](tx *bolt.Tx, get func(*bolt.Tx, uint64) (T, error), ids []uint64) ([]T, error) {
+func getEach[T any](tx *bbolt.Tx, get func(*bbolt.Tx, uint64) (T, error), ids []uint64) ([]T, error) {
 	out := make([]T, 0, len(ids))
 	for _, id := range ids {
 		v, err := get(tx, id)
@@ -242,7 +241,7 @@ func getEach[T any](tx *bolt.Tx, get func(*bolt.Tx, uint64) (T, error), ids []ui
 
 // eachUnder decodes every value of bucket under prefix (nil for all of them) into a
 // fresh T and hands it to fn; decoding copies it out of bbolt.
-func eachUnder[T any](tx *bolt.Tx, bucket, prefix []byte, fn func(v T)) error {
+func eachUnder[T any](tx *bbolt.Tx, bucket, prefix []byte, fn func(v T)) error {
 	c := tx.Bucket(bucket).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		var t T
@@ -255,10 +254,10 @@ func eachUnder[T any](tx *bolt.Tx, bucket, prefix []byte, fn func(v T)) error {
 }
 
 // getJSON decodes the value at key into v inside the transaction (which copies it out).
-func getJSON(b *bolt.Bucket, key []byte, v any) error {
+func getJSON(b *bbolt.Bucket, key []byte, v any) error {
 	data := b.Get(key)
 	if data == nil {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	return json.Unmarshal(data, v)
 }
@@ -275,7 +274,7 @@ func syncDir(dir string) error {
 
 // Ping reads the schema version in a read transaction: the database answers.
 func (s *Store) Ping() error {
-	return s.db.View(func(tx *bolt.Tx) error {
+	return s.db.View(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil || meta.Get(keySchemaVersion) == nil {
 			return errors.New("the database has no schema version")
@@ -283,3 +282,19 @@ func (s *Store) Ping() error {
 		return nil
 	})
 }
+
+// SnapshotName is the database file's name: backups hold the file under it.
+func (s *Store) SnapshotName() string { return filepath.Base(s.db.Path()) }
+
+// ObserveTx sets what is told how long each transaction took (Options.ObserveTx);
+// call it before the store is shared between goroutines.
+func (s *Store) ObserveTx(fn func(write bool, d time.Duration)) { s.db.observe = fn }
+
+var (
+	_ store.Snapshotter = (*Store)(nil)
+	_ store.TxObserver  = (*Store)(nil)
+)
+
+// SchemaVersion is the schema version of the database: the one this build writes,
+// since Open migrates.
+func (s *Store) SchemaVersion() uint64 { return SchemaVersion() }

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"os"
@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/gardend/gardend/store"
 )
 
 // TestMigrationBacksUpTheDatabaseFirst: before a schema migration runs on an existing
@@ -26,12 +28,12 @@ func TestMigrationBacksUpTheDatabaseFirst(t *testing.T) {
 	if st.MigrationBackup() != "" {
 		t.Fatalf("a new database was backed up: %s", st.MigrationBackup())
 	}
-	if _, err := st.CreateUser(NewUser{Username: "ann", FirstName: "A", LastName: "B", PasswordHash: "x"}); err != nil {
+	if _, err := st.CreateUser(store.NewUser{Username: "ann", FirstName: "A", LastName: "B", PasswordHash: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	from := SchemaVersion()
 	marker := []byte("migrated")
-	next := append(slices.Clip(migrations), func(tx *bolt.Tx) error {
+	next := append(slices.Clip(migrations), func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(marker, []byte{1})
 	})
 	backup := filepath.Join(dir, MigrationBackupName(from, at))

@@ -5,9 +5,53 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/gardend/gardend/store"
 )
+
+// The rules of the domain types, on their own. What the backends do with them is the
+// contract suite's (store/storetest), run against each backend in its package.
+
+var (
+	inputsMap = store.CloudInputs{Frame: "map", Origin: store.LatLon{Lat: 52.3, Lon: 7.6}}
+	inputsCam = store.CloudInputs{Frame: "cam", Origin: store.LatLon{Lat: 52.3, Lon: 7.6},
+		Transform: &store.Transform{Translation: [3]float64{1, 2, 0.5}, Rotation: [4]float64{0, 0, 0.1, 0.99}}}
+)
+
+// corners is a valid coordinate set.
+var corners = store.Coordinates{
+	{Name: "top_left", Latitude: 52.5, Longitude: 13.4},
+	{Name: "top_right", Latitude: 52.5, Longitude: 13.5},
+	{Name: "bottom_left", Latitude: 52.4, Longitude: 13.4},
+}
+
+func TestCloudInputsEqual(t *testing.T) {
+	tf := *inputsCam.Transform
+	other := inputsCam
+	other.Transform = &tf
+	if !inputsCam.Equal(other) {
+		t.Error("equal transforms behind different pointers differ")
+	}
+	tf.Rotation[3] = 0.98
+	if inputsCam.Equal(other) || inputsCam.Equal(inputsMap) {
+		t.Error("different inputs compare equal")
+	}
+	moved := inputsMap
+	moved.Origin.Lat += 1e-9
+	if inputsMap.Equal(moved) {
+		t.Error("a moved origin compares equal")
+	}
+}
+
+func TestRetryPolicyDelay(t *testing.T) {
+	p := store.RetryPolicy{Backoff: 2 * time.Second, MaxBackoff: 10 * time.Second}
+	for attempt, want := range []time.Duration{2, 4, 8, 10, 10} {
+		if got := p.Delay(attempt + 1); got != want*time.Second {
+			t.Errorf("Delay(%d) = %v, want %v", attempt+1, got, want*time.Second)
+		}
+	}
+}
 
 func TestParseCoordinates(t *testing.T) {
 	const tl, tr, bl = `{"name":"top_left","latitude":52.5,"longitude":13.4}`, `{"name":"top_right","latitude":52.5,"longitude":13.5}`, `{"name":"bottom_left","latitude":52.4,"longitude":13.4}`
@@ -51,42 +95,16 @@ func TestParseCoordinates(t *testing.T) {
 	}
 }
 
-func TestGardenImage(t *testing.T) {
-	st := mustOpenStore(t)
-	alice := mustUser(t, st, "alice")
-	c := mustCompany(t, st, alice, "c")
-	g := mustGarden(t, st, c, "g")
-
-	_, _, err := st.GardenImage(g.ID)
-	wantErr(t, err, store.ErrNotFound)
-	old, err := st.SetGardenImage(g.ID, "images/a.png", corners)
-	if err != nil || old != "" {
-		t.Fatalf("first SetGardenImage = %q, %v", old, err)
-	}
-	swapped := slices.Clone(corners)
-	slices.Reverse(swapped)
-	old, err = st.SetGardenImage(g.ID, "images/b.png", swapped)
-	if err != nil || old != "images/a.png" {
-		t.Fatalf("second SetGardenImage = %q, %v", old, err)
-	}
-	path, cs, err := st.GardenImage(g.ID)
-	if err != nil || path != "images/b.png" || !slices.Equal(cs, swapped) {
-		t.Errorf("GardenImage = %q, %+v, %v", path, cs, err)
-	}
-	if got, _ := st.Garden(g.ID); got.ImagePath == nil || *got.ImagePath != "images/b.png" {
-		t.Errorf("garden %+v", got)
-	}
-	paths, err := st.ImagePaths()
-	if err != nil || len(paths) != 1 || !paths["images/b.png"] {
-		t.Errorf("ImagePaths = %v, %v", paths, err)
-	}
-
-	// Invalid input changes nothing.
-	_, err = st.SetGardenImage(g.ID, "images/c.png", corners[:2])
-	wantErr(t, err, store.ErrInvalid)
-	_, err = st.SetGardenImage(999, "images/c.png", corners)
-	wantErr(t, err, store.ErrNotFound)
-	if path, _, _ := st.GardenImage(g.ID); path != "images/b.png" {
-		t.Errorf("image after failed updates: %q", path)
+func TestValidatePassword(t *testing.T) {
+	for pw, ok := range map[string]bool{
+		"short":                   false,
+		"12345678901":             false,
+		"alice-garden":            true,
+		"alicealice":              false, // equals the username below
+		string(make([]byte, 257)): false,
+	} {
+		if got := store.ValidatePassword(pw, "alicealice") == ""; got != ok {
+			t.Errorf("ValidatePassword(%.12q) ok=%v, want %v", pw, got, ok)
+		}
 	}
 }

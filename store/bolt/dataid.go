@@ -1,10 +1,10 @@
-package store
+package bolt
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 var keyDataID = []byte("data_id")
@@ -14,14 +14,14 @@ var keyDataID = []byte("data_id")
 // included. The server writes it beside the files it keeps so that its start-up
 // sweeps never delete files that belong to another database.
 func (s *Store) DataID() (id string, created bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		id = string(tx.Bucket(bucketMeta).Get(keyDataID))
 		return nil
 	})
 	if err != nil || id != "" {
 		return id, false, err
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if v := meta.Get(keyDataID); v != nil {
 			id = string(v) // made meanwhile by another caller

@@ -1,4 +1,4 @@
-package store_test
+package storetest
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ func sampleImport() store.Import {
 	}
 }
 
-func plan(t *testing.T, st *store.Store, in store.Import) store.ImportPlan {
+func plan(t *testing.T, st store.Importer, in store.Import) store.ImportPlan {
 	t.Helper()
 	p, err := st.PlanImport(in)
 	if err != nil {
@@ -61,10 +61,10 @@ func problems(p store.ImportPlan) string {
 	return strings.Join(out, "\n")
 }
 
-// TestImportKeepsIDsAndRerunsToNothing: into an empty database every record keeps its
+// testImportKeepsIDsAndRerunsToNothing: into an empty database every record keeps its
 // source id and its values; a second run finds everything imported and writes nothing.
-func TestImportKeepsIDsAndRerunsToNothing(t *testing.T) {
-	st := mustOpenStore(t)
+func testImportKeepsIDsAndRerunsToNothing(t *testing.T, h Harness) {
+	st, _ := open(t, h)
 	in := sampleImport()
 	p := plan(t, st, in)
 	if p.Errors() {
@@ -129,7 +129,7 @@ func TestImportKeepsIDsAndRerunsToNothing(t *testing.T) {
 	}
 
 	// Again: everything is there already; nothing is written.
-	before, _ := st.Stats()
+	before := export(t, st)
 	p2 := plan(t, st, in)
 	for _, k := range store.ImportKinds {
 		if kp := p2.Kinds[k]; len(kp.New) != 0 || len(kp.Skipped) != 0 {
@@ -142,16 +142,16 @@ func TestImportKeepsIDsAndRerunsToNothing(t *testing.T) {
 	if _, err := st.ApplyImport(in, p2, nil); err != nil {
 		t.Fatal(err)
 	}
-	if after, _ := st.Stats(); after.FileBytes != before.FileBytes || !slices.Equal(after.Buckets, before.Buckets) {
-		t.Errorf("the second run changed the database: %+v → %+v", before, after)
+	if after := export(t, st); !bytes.Equal(Records(before), Records(after)) {
+		t.Errorf("the second run changed the database:\n%s\nbecame\n%s", before, after)
 	}
 }
 
-// TestImportIntoUsedDatabase: where gardend has records of a kind already, the source
+// testImportIntoUsedDatabase: where gardend has records of a kind already, the source
 // ids of that kind are mapped to fresh ones; a taken username stops the import, one
 // differing in case is a warning; records deleted since an earlier import stay gone.
-func TestImportIntoUsedDatabase(t *testing.T) {
-	st := mustOpenStore(t)
+func testImportIntoUsedDatabase(t *testing.T, h Harness) {
+	st, _ := open(t, h)
 	owner := mustUser(t, st, "admin") // id 1; "Admin" differs only in case
 	mustCompany(t, st, owner, "native co")
 
@@ -209,10 +209,10 @@ func TestImportIntoUsedDatabase(t *testing.T) {
 	}
 }
 
-// TestImportValidation: every record breaking gardend's rules is reported with its
+// testImportValidation: every record breaking gardend's rules is reported with its
 // kind and source id, and nothing is written.
-func TestImportValidation(t *testing.T) {
-	st := mustOpenStore(t)
+func testImportValidation(t *testing.T, h Harness) {
+	st, _ := open(t, h)
 	in := sampleImport()
 	in.Users = append(in.Users, store.ImportUser{Key: 20, Username: "bad name!", PwdHash: "!"}, store.ImportUser{Key: 21, Username: "Admin", PwdHash: "!"}, store.ImportUser{Key: 22, Username: "nohash"})
 	in.Companies = append(in.Companies, store.ImportCompany{Key: 20, Name: " "}, store.ImportCompany{Key: 21, Name: strings.Repeat("x", 129)})
@@ -254,9 +254,9 @@ func TestImportValidation(t *testing.T) {
 	}
 }
 
-// TestImportStalePlan: a plan made before the database changed is not applied.
-func TestImportStalePlan(t *testing.T) {
-	st := mustOpenStore(t)
+// testImportStalePlan: a plan made before the database changed is not applied.
+func testImportStalePlan(t *testing.T, h Harness) {
+	st, _ := open(t, h)
 	in := sampleImport()
 	p := plan(t, st, in)
 	mustUser(t, st, "meanwhile")

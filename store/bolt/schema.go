@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // Bucket names. Index buckets hold composite keys and empty or tiny values.
@@ -52,9 +52,9 @@ var keySchemaVersion = []byte("schema_version")
 
 // migrations[i] upgrades a database from schema version i to i+1. Append only: a
 // released migration is never edited.
-var migrations = []func(tx *bolt.Tx) error{
+var migrations = []func(tx *bbolt.Tx) error{
 	// 0 → 1: the initial layout; buckets are created before migrations run.
-	func(*bolt.Tx) error { return nil },
+	func(*bbolt.Tx) error { return nil },
 	// 1 → 2: index what every username looks like (usernames.go).
 	indexUsernameLooks,
 }
@@ -68,9 +68,9 @@ func (s *Store) migrate() error { return s.migrateWith(migrations) }
 // a database that has a schema already, the whole file is copied next to it
 // (MigrationBackupName): a migration that goes wrong, or a binary that must be rolled
 // back, then still has the data as it was. Without that copy nothing is migrated.
-func (s *Store) migrateWith(steps []func(tx *bolt.Tx) error) error {
+func (s *Store) migrateWith(steps []func(tx *bbolt.Tx) error) error {
 	var version uint64
-	if err := s.db.View(func(tx *bolt.Tx) error {
+	if err := s.db.View(func(tx *bbolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil {
 			if v := meta.Get(keySchemaVersion); v != nil {
 				version = btoi(v)
@@ -87,7 +87,7 @@ func (s *Store) migrateWith(steps []func(tx *bolt.Tx) error) error {
 		}
 		s.migrationBackup = path
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)

@@ -1,6 +1,8 @@
-package store
+package bolt
 
-import bolt "go.etcd.io/bbolt"
+import (
+	bbolt "go.etcd.io/bbolt"
+)
 
 // ReplacePasswordHash swaps the user's stored hash for a new hash of the same
 // password (an imported Django hash upgraded to argon2id after a login verified it).
@@ -8,7 +10,7 @@ import bolt "go.etcd.io/bbolt"
 // meanwhile wins, and reports whether it replaced. Unlike a password change it keeps
 // every token: the password is the same.
 func (s *Store) ReplacePasswordHash(userID uint64, old, replacement string) (replaced bool, err error) {
-	err = s.updateUser(userID, func(_ *bolt.Tx, r *userRecord) error {
+	err = s.updateUser(userID, func(_ *bbolt.Tx, r *userRecord) error {
 		replaced = r.PasswordHash == old
 		if replaced {
 			r.PasswordHash = replacement
