@@ -75,4 +75,3 @@ func newServerOn(tb testing.TB, b backend, cfg server.Config) (*server.Server, e
 	}
 	return server.New(cfg)
 }
-
