@@ -33,6 +33,11 @@ func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 	default:
 		return zerolog.Logger{}, fmt.Errorf("--log-format %q: use json or console", format)
 	}
+	if _, ok := w.(*os.File); !ok {
+		// Goroutines log at once; a file's writes are safe for that, other writers
+		// (a command's error output in tests, a buffer) may not be.
+		w = zerolog.SyncWriter(w)
+	}
 	var out io.Writer = w
 	if format == "console" {
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !tty}

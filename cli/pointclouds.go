@@ -59,7 +59,9 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 	if err := o.spatial.validate(); err != nil {
 		return err
 	}
-	errOut := cmd.ErrOrStderr()
+	// The progress bar and the spatial client's log lines (from many goroutines)
+	// share it.
+	errOut := zerolog.SyncWriter(cmd.ErrOrStderr())
 	prepare := func(a *server.Admin) (func(), error) {
 		if o.spatial.addr == "" {
 			return nil, fmt.Errorf("gardend serve is not running on %s: pass --spatial HOST:PORT to fetch the clouds in process", o.global.dataDir)

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"log"
 	"net/http"
-	"runtime/debug"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"time"
 

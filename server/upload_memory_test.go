@@ -76,23 +76,35 @@ func concurrentUploads(tb testing.TB, n int, size int64) (growth uint64, elapsed
 	for i := range n {
 		paths[i] = base + gardenPath(c.ID, ts.createGarden(owner, c.ID, "g"+strconv.Itoa(i)).ID) + "/image"
 	}
-	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: n}}
-
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	stop := make(chan struct{})
 	peak := peakHeap(stop)
 	start := time.Now()
+	uploadAll(tb, owner, paths, size)
+	elapsed = time.Since(start)
+	close(stop)
+	if p := <-peak; p > before.HeapInuse {
+		growth = p - before.HeapInuse
+	}
+	return growth, elapsed
+}
+
+// uploadAll uploads an image of size bytes to each of paths at once, as token, and
+// fails tb unless every upload is answered 201.
+func uploadAll(tb testing.TB, token string, paths []string, size int64) {
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: len(paths)}}
+	defer client.CloseIdleConnections()
 	var wg sync.WaitGroup
 	var failed atomic.Int64
-	for i := range n {
+	for i := range paths {
 		wg.Go(func() {
 			body, length := uploadBody(tb, size, uint64(i))
 			req, _ := http.NewRequest("POST", paths[i], body)
 			req.ContentLength = length
 			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Token "+owner)
+			req.Header.Set("Authorization", "Token "+token)
 			res, err := client.Do(req)
 			if err != nil {
 				tb.Errorf("upload %d: %v", i, err)
@@ -108,16 +120,9 @@ func concurrentUploads(tb testing.TB, n int, size int64) (growth uint64, elapsed
 		})
 	}
 	wg.Wait()
-	elapsed = time.Since(start)
-	close(stop)
-	p := <-peak
 	if failed.Load() > 0 {
 		tb.FailNow()
 	}
-	if p > before.HeapInuse {
-		growth = p - before.HeapInuse
-	}
-	return growth, elapsed
 }
 
 // TestConcurrentUploadsBoundedHeap: uploads stream to disk, so eight at once grow the
