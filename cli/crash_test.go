@@ -135,20 +135,36 @@ func (c crashTotals) String() string {
 		c.acked, c.inFlight, c.leftovers)
 }
 
-// buildGardend compiles the module's main package into a temporary directory.
+// buildGardend compiles the module's main package, once per test binary, into the
+// directory TestMain removes at the end (binDir).
 func buildGardend(t *testing.T) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the crash test builds gardend and needs the go command in PATH: %v", err)
+	built.once.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			built.err = fmt.Errorf("the test builds gardend and needs the go command in PATH: %v", err)
+			return
+		}
+		bin := filepath.Join(binDir, "gardend")
+		cmd := exec.Command(goTool, "build", "-o", bin, "github.com/gardend/gardend")
+		cmd.Dir = ".." // the module root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		built.path = bin
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	bin := filepath.Join(t.TempDir(), "gardend")
-	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/gardend/gardend")
-	cmd.Dir = ".." // the module root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return built.path
+}
+
+// built is the binary buildGardend made.
+var built struct {
+	once sync.Once
+	path string
+	err  error
 }
 
 // gardendProc is one running `gardend serve`.
