@@ -208,7 +208,12 @@ func TestVersion(t *testing.T) {
 // newServerIn is server.New on cfg with the database gardend serve opens for its data
 // directory (cli.OpenStore: refused while a restore is pending there).
 func newServerIn(cfg server.Config) (*server.Server, error) {
-	st, created, err := cli.OpenStore(context.Background(), cfg.DataDir, "", cfg.Now)
+	return newServerOn(cfg, "")
+}
+
+// newServerOn is newServerIn on the PostgreSQL database dsn ("" for bbolt).
+func newServerOn(cfg server.Config, dsn string) (*server.Server, error) {
+	st, created, err := cli.OpenStore(context.Background(), cfg.DataDir, dsn, cfg.Now)
 	if err != nil {
 		return nil, err
 	}
