@@ -18,11 +18,20 @@ import (
 // runServer starts the whole server on 127.0.0.1:0 and stops it at cleanup.
 func runServer(t testing.TB, cfg server.Config) (*server.Server, string, context.CancelFunc) {
 	t.Helper()
+	return runServerOn(t, boltBackend, cfg)
+}
+
+// runServerOn is runServer on the backend b.
+func runServerOn(t testing.TB, b backend, cfg server.Config) (*server.Server, string, context.CancelFunc) {
+	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	if cfg.Argon2 == (store.Argon2Params{}) {
 		cfg.Argon2 = cheapArgon2
 	}
-	srv, err := newServer(t, cfg)
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	srv, err := newServerOn(t, b, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
