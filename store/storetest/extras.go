@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"strings"
 	"sync"
 	"testing"
@@ -234,4 +236,17 @@ func testArchiveFormat1(t *testing.T, h Harness) {
 	if perms, _ := st.CompanyPermissions(2); len(perms) != 1 || perms[0].ID != 5 {
 		t.Errorf("permissions %+v", perms)
 	}
+}
+
+// testImportImagesNeedsContent: a backend that keeps no image content (not Shared)
+// refuses to be handed some, rather than dropping it.
+func testImportImagesNeedsContent(t *testing.T, h Harness) {
+	st, _ := open(t, h)
+	if _, ok := st.(store.Shared); ok {
+		t.Skip("keeps image content: TestImportLoadsImageContent in its package")
+	}
+	archive := `{"kind":"gardend-archive","record":{"format":2,"exported":"2026-01-02T03:04:05Z"}}` + "\n"
+	err := st.Import(context.Background(), strings.NewReader(archive), store.ImportOptions{
+		Images: func(string) (io.ReadCloser, error) { return nil, fs.ErrNotExist }})
+	wantErr(t, err, store.ErrInvalid)
 }

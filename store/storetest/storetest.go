@@ -69,6 +69,7 @@ func Run(t *testing.T, h Harness) {
 		{"ArchiveRejects", testArchiveRejects},
 		{"ArchiveFormat1", testArchiveFormat1},
 		{"ArchiveReplace", testArchiveReplace},
+		{"ImportImagesNeedsContent", testImportImagesNeedsContent},
 		{"UpdateUserIfUnchanged", testUpdateUserIfUnchanged},
 		{"ReplacePasswordHash", testReplacePasswordHash},
 		{"WidgetsUTF8", testWidgetsUTF8},
