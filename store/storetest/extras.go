@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 	"sync"
 	"testing"
@@ -239,14 +238,24 @@ func testArchiveFormat1(t *testing.T, h Harness) {
 }
 
 // testImportImagesNeedsContent: a backend that keeps no image content (not Shared)
-// refuses to be handed some, rather than dropping it.
+// refuses to be handed some rather than drop it; one that keeps it fails the whole
+// import when an image cannot be read, writing nothing.
 func testImportImagesNeedsContent(t *testing.T, h Harness) {
 	st, _ := open(t, h)
-	if _, ok := st.(store.Shared); ok {
-		t.Skip("keeps image content: TestImportLoadsImageContent in its package")
-	}
-	archive := `{"kind":"gardend-archive","record":{"format":2,"exported":"2026-01-02T03:04:05Z"}}` + "\n"
+	archive := `{"kind":"gardend-archive","record":{"format":2,"exported":"2026-01-02T03:04:05Z"}}
+{"kind":"user","record":{"id":3,"username":"bob","first_name":"B","last_name":"B","email":"","date_joined":"2025-01-01T00:00:00Z","last_login":null,"password_hash":"h"}}
+{"kind":"company","record":{"id":2,"name":"c"}}
+{"kind":"garden","record":{"id":4,"name":"g","image_path":"images/0123456789abcdef0123456789abcdef.png","company":2,"coordinates":[{"name":"top_left","latitude":1,"longitude":1},{"name":"top_right","latitude":1,"longitude":2},{"name":"bottom_left","latitude":0,"longitude":1}]}}
+{"kind":"company_permission","record":{"id":5,"on":2,"user_id":3,"level":"a"}}
+`
 	err := st.Import(context.Background(), strings.NewReader(archive), store.ImportOptions{
-		Images: func(string) (io.ReadCloser, error) { return nil, fs.ErrNotExist }})
-	wantErr(t, err, store.ErrInvalid)
+		Images: func(string) (io.ReadCloser, error) { return nil, errors.New("disk error") }})
+	if _, shared := st.(store.Shared); !shared {
+		wantErr(t, err, store.ErrInvalid)
+	} else if err == nil {
+		t.Error("an import whose image content cannot be read succeeded")
+	}
+	if users, _ := st.ListUsers(); len(users) != 0 {
+		t.Errorf("a refused import wrote %d users", len(users))
+	}
 }
