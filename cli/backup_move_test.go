@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/gardend/gardend/server"
 	"github.com/gardend/gardend/server/backup"
-	"github.com/gardend/gardend/store"
 	"github.com/gardend/gardend/store/postgres/pgtest"
 )
 
@@ -108,21 +106,7 @@ func TestBackupMovesBetweenBackends(t *testing.T) {
 // directory, until the test ends.
 func serveOn(t *testing.T, dir, dsn string) string {
 	t.Helper()
-	srv, err := newServerOn(server.Config{DataDir: dir, Addr: "127.0.0.1:0",
-		Argon2: store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}}, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	<-srv.Ready()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		srv.Close()
-	})
-	return "http://" + srv.Addr()
+	return serveConfigOn(t, server.Config{DataDir: dir}, dsn)
 }
 
 // gardenWithImage creates a company and garden as token's user and uploads png to it;

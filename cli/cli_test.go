@@ -36,9 +36,15 @@ func serve(t *testing.T, dir string) string {
 // cheap hashing) until the test ends, and returns its base URL.
 func serveConfig(t *testing.T, cfg server.Config) string {
 	t.Helper()
+	return serveConfigOn(t, cfg, "")
+}
+
+// serveConfigOn is serveConfig on the PostgreSQL database dsn ("" for bbolt).
+func serveConfigOn(t *testing.T, cfg server.Config, dsn string) string {
+	t.Helper()
 	cfg.Addr, cfg.AdminSocket = "127.0.0.1:0", true
 	cfg.Argon2 = store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}
-	srv, err := newServerIn(cfg)
+	srv, err := newServerOn(cfg, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -539,40 +539,29 @@ func (plan ImportPlan) records(view ImportView, in Import, images map[uint64]str
 // Each hands every record to load in archive order, its import map entries last,
 // and stops at the first error.
 func (r *ImportRecords) Each(load func(kind string, rec any) error) error {
-	var steps []func() error
-	add := func(kind string, recs ...any) {
-		for _, rec := range recs {
-			steps = append(steps, func() error { return load(kind, rec) })
+	l := &recordLoader{load: load}
+	loadAll(l, KindUser, r.Users)
+	loadAll(l, KindWidgets, r.Widgets)
+	loadAll(l, KindCompany, r.Companies)
+	loadAll(l, KindGarden, r.Gardens)
+	loadAll(l, KindCompanyPermission, r.CompanyPerms)
+	loadAll(l, KindGardenPermission, r.GardenPerms)
+	loadAll(l, KindBed, r.Beds)
+	loadAll(l, KindImportMap, r.Map)
+	return l.err
+}
+
+// recordLoader hands records to load until one fails.
+type recordLoader struct {
+	load func(kind string, rec any) error
+	err  error
+}
+
+func loadAll[T any](l *recordLoader, kind string, recs []T) {
+	for i := range recs {
+		if l.err != nil {
+			return
 		}
+		l.err = l.load(kind, &recs[i])
 	}
-	for i := range r.Users {
-		add(KindUser, &r.Users[i])
-	}
-	for i := range r.Widgets {
-		add(KindWidgets, &r.Widgets[i])
-	}
-	for i := range r.Companies {
-		add(KindCompany, &r.Companies[i])
-	}
-	for i := range r.Gardens {
-		add(KindGarden, &r.Gardens[i])
-	}
-	for i := range r.CompanyPerms {
-		add(KindCompanyPermission, &r.CompanyPerms[i])
-	}
-	for i := range r.GardenPerms {
-		add(KindGardenPermission, &r.GardenPerms[i])
-	}
-	for i := range r.Beds {
-		add(KindBed, &r.Beds[i])
-	}
-	for i := range r.Map {
-		add(KindImportMap, &r.Map[i])
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return err
-		}
-	}
-	return nil
 }

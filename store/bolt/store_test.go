@@ -39,31 +39,6 @@ func TestOpenLockedFailsFast(t *testing.T) {
 	}
 }
 
-func TestStatsCountsBuckets(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), bolt.FileName), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	newUser(t, st, "ann")
-	s, err := st.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.SchemaVersion != bolt.SchemaVersion() || s.FileBytes == 0 {
-		t.Fatalf("stats %+v", s)
-	}
-	found := false
-	for _, b := range s.Buckets {
-		if b.Name == "users" && b.Keys == 1 {
-			found = true
-		}
-	}
-	if !found {
-		t.Fatalf("users bucket not counted: %+v", s.Buckets)
-	}
-}
-
 func TestReopenKeepsData(t *testing.T) {
 	path := filepath.Join(t.TempDir(), bolt.FileName)
 	st, err := bolt.Open(path, bolt.Options{})

@@ -350,24 +350,31 @@ func freePort() (int, error) {
 // stop shuts the server down (fast shutdown: open sessions are ended) and removes its
 // directory.
 func (s *server) stop() {
-	if s.admin != nil {
-		s.admin.Close(context.Background())
-		s.admin = nil
-	}
-	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-s.exited:
-		case <-time.After(15 * time.Second):
-			s.cmd.Process.Kill()
-			<-s.exited
-		}
-		s.cmd = nil
-	}
+	s.halt()
 	if s.dir != "" && strings.Contains(s.dir, "gardend-pg-") {
 		os.RemoveAll(s.dir)
 		s.dir = ""
 	}
+}
+
+// halt closes the admin connection and shuts postgres down (fast shutdown: open
+// sessions are ended at once), keeping its data.
+func (s *server) halt() {
+	if s.admin != nil {
+		s.admin.Close(context.Background())
+		s.admin = nil
+	}
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.exited:
+	case <-time.After(15 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd = nil
 }
 
 // Server is a PostgreSQL of a test's own, for a test that stops and starts it (a
@@ -386,7 +393,7 @@ func StartServer(tb testing.TB) *Server {
 	return &Server{s: s}
 }
 
-// NewDatabase creates an empty database, dropped at cleanup while the server runs.
+// NewDatabase creates an empty database; it goes with the server at cleanup.
 func (x *Server) NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	name := fmt.Sprintf("gardend_test_%d_%d", os.Getpid(), x.s.n.Add(1))
@@ -400,24 +407,9 @@ func (x *Server) NewDatabase(tb testing.TB) string {
 // its data; clients see their connections refused until Start.
 func (x *Server) Stop(tb testing.TB) {
 	tb.Helper()
-	s := x.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.admin != nil {
-		s.admin.Close(context.Background())
-		s.admin = nil
-	}
-	if s.cmd == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-s.exited:
-	case <-time.After(15 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-	s.cmd = nil
+	x.s.mu.Lock()
+	defer x.s.mu.Unlock()
+	x.s.halt()
 }
 
 // Start starts a stopped server again, on the same port and data.
