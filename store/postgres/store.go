@@ -36,7 +36,8 @@ type Options struct {
 	Now func() time.Time
 	// OpTimeout bounds each operation, waiting for a connection included; 5 s when 0.
 	OpTimeout time.Duration
-	// MaxConns bounds the connection pool; 16 when 0.
+	// MaxConns bounds the connection pool; when 0, the DSN's pool_max_conns
+	// parameter, else 16.
 	MaxConns int32
 }
 
@@ -79,15 +80,18 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.OpTimeout <= 0 {
 		opts.OpTimeout = DefaultOpTimeout
 	}
-	if opts.MaxConns <= 0 {
-		opts.MaxConns = DefaultMaxConns
-	}
+	explicitPool := strings.Contains(dsn, "pool_max_conns=")
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// The parse error may quote the DSN; pgx redacts its password.
 		return nil, fmt.Errorf("%w: PostgreSQL connection string: %v", store.ErrInvalid, err)
 	}
-	cfg.MaxConns = opts.MaxConns
+	switch {
+	case opts.MaxConns > 0:
+		cfg.MaxConns = opts.MaxConns
+	case !explicitPool:
+		cfg.MaxConns = DefaultMaxConns
+	}
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	cfg.HealthCheckPeriod = 30 * time.Second
