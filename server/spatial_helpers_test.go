@@ -44,9 +44,9 @@ type gardend struct {
 	tb      testing.TB
 	cfg     server.Config
 	backend backend
-	srv  *server.Server
-	base string
-	stop func()
+	srv     *server.Server
+	base    string
+	stop    func()
 }
 
 func startGardend(tb testing.TB, cfg server.Config) *gardend {
