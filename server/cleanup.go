@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gardend/gardend/server/atomicfile"
 	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/store"
 )
@@ -91,7 +92,7 @@ func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
 	case !created:
 		return false, fmt.Sprintf("%s is missing: the database never claimed the files beside it; if they are its own, write %s into %s", DataIDFile, id, path), nil
 	}
-	if err := writeFileSynced(path, []byte(id+"\n")); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(id+"\n"), atomicfile.Options{}); err != nil {
 		return false, "", err
 	}
 	return true, "", nil
@@ -109,38 +110,6 @@ func (s *Server) countDataFiles() int {
 		})
 	}
 	return n
-}
-
-// writeFileSynced replaces path with data through a synced temporary file and a
-// rename, then syncs the directory: after a crash path holds all of data or its old
-// content.
-func writeFileSynced(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // afterRemove cleans up outside the database once a deletion (or an image

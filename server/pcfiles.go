@@ -3,11 +3,13 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/gardend/gardend/server/atomicfile"
 	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/spatial/cloud"
 	"github.com/gardend/gardend/store"
@@ -31,43 +33,12 @@ func plyPath(dir, project, cloudUUID string) (string, error) {
 // writePLYFile writes pc as binary PLY under a temporary name, syncs it and renames
 // it into place, so a crash never leaves a half-written cloud under the real name.
 func writePLYFile(path string, pc cloud.PointCloud) (size int64, err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return 0, err
 	}
-	f, err := os.CreateTemp(dir, plyTempPrefix+"*.ply")
-	if err != nil {
-		return 0, err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = cloud.WritePLY(f, pc); err != nil {
-		return 0, err
-	}
-	if err = f.Sync(); err != nil {
-		return 0, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if err = f.Close(); err != nil {
-		return 0, err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return 0, err
-	}
-	// The rename is durable once the directory is synced.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return st.Size(), nil
+	return atomicfile.Write(path, atomicfile.Options{Pattern: plyTempPrefix + "*.ply"}, func(w io.Writer) error {
+		return cloud.WritePLY(w, pc)
+	})
 }
 
 // readPLYFile reads a kept cloud; os.ErrNotExist when there is none.

@@ -263,16 +263,6 @@ func getJSON(b *bolt.Bucket, key []byte, v any) error {
 	return json.Unmarshal(data, v)
 }
 
-// syncDir makes a directory's entries (a new file, a rename) durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 // Ping reads the schema version in a read transaction: the database answers.
 func (s *Store) Ping() error {
 	return s.db.View(func(tx *bolt.Tx) error {
