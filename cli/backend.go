@@ -130,7 +130,7 @@ func viaSocket(ctx context.Context, dataDir, op string, body []byte) (resp *http
 func openAdmin(dataDir string) (admin *server.Admin, closeDB func() error, err error) {
 	var st *store.Store
 	err = backup.Guard(dataDir, func() (err error) {
-		st, err = store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: time.Second})
+		st, err = store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: store.DefaultOpenTimeout})
 		return err
 	})
 	if err != nil {

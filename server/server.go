@@ -119,6 +119,9 @@ const (
 	// DefaultMaxBedsPerGarden: far above a farm's beds (the seed has 6), far below the
 	// thousands of made-up beds that let one tenant slow every other's listings.
 	DefaultMaxBedsPerGarden = 500
+	// DefaultShutdownTimeout: long enough for a beds stream of a large garden to end.
+	DefaultShutdownTimeout = 15 * time.Second
+	DefaultSweepInterval   = 10 * time.Minute
 )
 
 func (c *Config) setDefaults() {
@@ -135,10 +138,10 @@ func (c *Config) setDefaults() {
 		c.MaxImageBytes = DefaultMaxImageBytes
 	}
 	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = 15 * time.Second
+		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.SweepInterval <= 0 {
-		c.SweepInterval = 10 * time.Minute
+		c.SweepInterval = DefaultSweepInterval
 	}
 	if c.Argon2 == (store.Argon2Params{}) {
 		c.Argon2 = store.DefaultArgon2
