@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/gardend/gardend/server"
 )
@@ -69,7 +67,7 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 		log := zerolog.New(errOut).Level(zerolog.WarnLevel).With().Timestamp().Logger()
 		return a.UseSpatial(o.global.dataDir, o.spatial.clientConfig(), o.spatial.cloudConfig(), log)
 	}
-	bar := newProgressBar(errOut)
+	bar := newProgressBar(errOut, isTerminal(cmd.ErrOrStderr()))
 	var last server.CloudSyncProgress
 	lines := &lineWriter{fn: func(line []byte) error {
 		var p server.CloudSyncProgress
@@ -120,9 +118,8 @@ type progressBar struct {
 	lastTier int
 }
 
-func newProgressBar(w io.Writer) *progressBar {
-	f, ok := w.(*os.File)
-	return &progressBar{w: w, tty: ok && term.IsTerminal(int(f.Fd())), lastTier: -1}
+func newProgressBar(w io.Writer, tty bool) *progressBar {
+	return &progressBar{w: w, tty: tty, lastTier: -1}
 }
 
 const barWidth = 30
