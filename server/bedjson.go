@@ -177,7 +177,7 @@ func cloudInputsOf(b spatial.Bed, p spatial.Plant) (store.CloudInputs, bool) {
 	if err := spatial.CheckPositionInputs(c.FrameID, c.Transform, b.Origin); err != nil || !store.ValidUUID(c.UUID) {
 		return store.CloudInputs{}, false
 	}
-	return store.CloudInputs{Frame: c.FrameID, Transform: storeTransform(c.Transform), Origin: store.LatLon(b.Origin)}, true
+	return store.CloudInputs{Frame: c.FrameID, Transform: c.Transform, Origin: store.LatLon(b.Origin)}, true
 }
 
 // baseURL is the scheme and host the client used, for absolute URLs. Behind a trusted

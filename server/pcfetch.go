@@ -36,7 +36,7 @@ func (p *cloudPool) fetch(ctx context.Context, j store.CloudJob) cloudEvent {
 	}
 	ev.Bytes = size
 	pos := store.PlantPosition{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, Points: int(pc.Width) * int(pc.Height)}
-	ll, err := spatial.PlantPosition(pc, j.Frame, spatialTransform(j.Transform), spatial.LatLon(j.Origin))
+	ll, err := spatial.PlantPosition(pc, j.Frame, j.Transform, spatial.LatLon(j.Origin))
 	if err != nil {
 		// The cloud yields no position with these inputs; that is an outcome, kept so
 		// the cloud is not fetched again until the inputs change.
@@ -102,22 +102,4 @@ func (p *cloudPool) failed(j store.CloudJob, cause error) {
 	default:
 		log.Int("attempts", rec.Attempts).Time("next_attempt", rec.NextAttempt).Msg("point cloud download failed; will retry")
 	}
-}
-
-// spatialTransform and storeTransform convert between the two packages' identical
-// transform types (the store keeps its own, as leaves do not import each other).
-func spatialTransform(t *store.Transform) *spatial.Transform {
-	if t == nil {
-		return nil
-	}
-	v := spatial.Transform(*t)
-	return &v
-}
-
-func storeTransform(t *spatial.Transform) *store.Transform {
-	if t == nil {
-		return nil
-	}
-	v := store.Transform(*t)
-	return &v
 }
