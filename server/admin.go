@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/store"
 )
 
@@ -21,7 +22,7 @@ type Admin struct {
 	afterRemove func(ctx context.Context, removed store.Removed)
 	// clouds downloads point clouds: the server's pool, or one of UseSpatial's that
 	// runs only while an operation needs it (runClouds). nil without a spatial server.
-	clouds    *cloudPool
+	clouds    *pointcloud.Pool
 	runClouds bool
 
 	// backups is shared by the admin socket and GET /admin/backup.

@@ -101,15 +101,13 @@ func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
 // countDataFiles counts the regular files under images/ and pointclouds/.
 func (s *Server) countDataFiles() int {
 	n := 0
-	for _, sub := range []string{ImageDirName, PointCloudDirName} {
-		filepath.WalkDir(filepath.Join(s.cfg.DataDir, sub), func(_ string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
-				n++
-			}
-			return nil
-		})
-	}
-	return n
+	filepath.WalkDir(filepath.Join(s.cfg.DataDir, ImageDirName), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	return n + s.cloudFiles.Count()
 }
 
 // afterRemove cleans up outside the database once a deletion (or an image
@@ -124,9 +122,8 @@ func (s *Server) afterRemove(ctx context.Context, removed store.Removed) {
 			s.log.Error().Err(err).Str("image_path", rel).Msg("remove image file; the next start-up sweep deletes it")
 		}
 	}
-	dir := filepath.Join(s.cfg.DataDir, PointCloudDirName)
 	for _, project := range removed.BedUUIDs {
-		if err := removeProjectClouds(dir, project); err != nil {
+		if err := s.cloudFiles.RemoveProject(project); err != nil {
 			s.log.Error().Err(err).Str("project", project).Msg("remove point-cloud files; the next start-up sweep deletes them")
 		}
 	}
@@ -148,4 +145,21 @@ func (s *Server) sweepImages() error {
 		s.log.Warn().Err(err).Msg("sweep image files")
 	}
 	return nil
+}
+
+// sweepPointClouds deletes the point-cloud files no bed or queued download refers to
+// (pointcloud.Files.Sweep), unless a restore is pending in the data directory: the
+// files may be the restore's to move.
+func (s *Server) sweepPointClouds() error {
+	// New opens the store only when no restore is pending (openStore); this guards
+	// against one begun since.
+	if in, err := backup.Inspect(s.cfg.DataDir); err != nil || in != nil {
+		s.log.Warn().Err(err).Msg("a restore is pending in the data directory; point-cloud files are not swept")
+		return nil
+	}
+	orphans, err := s.cloudFiles.Sweep(s.store)
+	if len(orphans) > 0 {
+		s.log.Info().Strs("projects", orphans).Msg("swept point clouds of projects no bed refers to")
+	}
+	return err
 }

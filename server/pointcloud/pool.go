@@ -1,4 +1,4 @@
-package server
+package pointcloud
 
 import (
 	"context"
@@ -8,20 +8,33 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gardend/gardend/spatial"
+	"github.com/gardend/gardend/spatial/cloud"
 	"github.com/gardend/gardend/store"
 )
 
-// cloudPool works the point-cloud download queue (store/pcqueue.go) with a few
-// workers. The queue is the state: the pool only remembers which jobs are in hand, so
-// stopping it loses nothing and a new pool resumes where the old one stopped.
-type cloudPool struct {
-	store  *store.Store
-	client *spatial.Client
-	dir    string // <data>/pointclouds
-	cfg    CloudConfig
+// Store is what the pipeline needs of the database: the download queue and the
+// positions of a project. Both backends satisfy it.
+type Store interface {
+	store.CloudQueue
+	CloudState(project string) (store.CloudState, error)
+}
+
+// Source is what the pipeline needs of the spatial server (*spatial.Client).
+type Source interface {
+	PointCloud(ctx context.Context, project, cloudUUID string) (cloud.PointCloud, error)
+	Beds(ctx context.Context, projects []string) <-chan spatial.BedResult
+}
+
+// Pool works the download queue (store/pcqueue.go) with a few workers. The queue is
+// the state: the pool only remembers which jobs are in hand, so stopping it loses
+// nothing and a new pool resumes where the old one stopped.
+type Pool struct {
+	store  Store
+	source Source
+	files  *Files
+	cfg    Config
 	now    func() time.Time
 	log    zerolog.Logger
-	budget *plyBudget // nil without CloudConfig.MaxBytes
 
 	kick chan struct{} // wakes the dispatcher; capacity 1
 
@@ -29,12 +42,12 @@ type cloudPool struct {
 	busy     map[string]bool // jobs in hand, by project|0|cloud
 	gen      uint64          // counts notify calls, so a scan can tell it missed one
 	idle     chan struct{}   // closed while nothing but failed jobs is queued
-	watchers map[int]func(cloudEvent)
+	watchers map[int]func(Event)
 	nextW    int
 }
 
-// cloudEvent is the outcome of one attempt at a job.
-type cloudEvent struct {
+// Event is the outcome of one attempt at a job.
+type Event struct {
 	Project, Cloud string
 	// Err is set when the attempt failed; the job stays queued (or is marked failed).
 	Err error
@@ -42,28 +55,28 @@ type cloudEvent struct {
 	Bytes int64
 }
 
-// scanLimit bounds the jobs taken from one scan of the queue.
-const scanLimit = 256
-
-func newCloudPool(st *store.Store, c *spatial.Client, dir string, cfg CloudConfig, now func() time.Time, log zerolog.Logger) *cloudPool {
-	log = log.With().Str("component", "pointclouds").Logger()
-	return &cloudPool{
-		store: st, client: c, dir: dir, cfg: cfg, now: now,
-		log:      log,
-		budget:   newPLYBudget(dir, cfg.MaxBytes, log),
+// NewPool is a pool of cfg.Workers downloading from source into files; now is the
+// clock of the store (retries are measured with it).
+func NewPool(st Store, source Source, files *Files, cfg Config, now func() time.Time, log zerolog.Logger) *Pool {
+	return &Pool{
+		store: st, source: source, files: files, cfg: cfg.WithDefaults(), now: now,
+		log:      log.With().Str("component", "pointclouds").Logger(),
 		kick:     make(chan struct{}, 1),
 		busy:     map[string]bool{},
 		idle:     make(chan struct{}),
-		watchers: map[int]func(cloudEvent){},
+		watchers: map[int]func(Event){},
 	}
 }
 
 func jobKey(project, cloud string) string { return project + "\x00" + cloud }
 
-// run dispatches due jobs to the workers until ctx ends; a job in progress then is
+// scanLimit bounds the jobs taken from one scan of the queue.
+const scanLimit = 256
+
+// Run dispatches due jobs to the workers until ctx ends; a job in progress then is
 // abandoned as it was (its attempt is not counted) and the workers are waited for.
-func (p *cloudPool) run(ctx context.Context) {
-	p.budget.enforce()
+func (p *Pool) Run(ctx context.Context) {
+	p.files.budget.enforce()
 	jobs := make(chan store.CloudJob)
 	var wg sync.WaitGroup
 	for range p.cfg.Workers {
@@ -90,14 +103,14 @@ func (p *cloudPool) run(ctx context.Context) {
 		}
 		sent := 0
 		for _, j := range due {
-			if !p.claim(j) {
+			if !p.take(j) {
 				continue
 			}
 			select {
 			case jobs <- j:
 				sent++
 			case <-ctx.Done():
-				p.release(j)
+				p.drop(j)
 				return
 			}
 		}
@@ -121,8 +134,8 @@ func (p *cloudPool) run(ctx context.Context) {
 	}
 }
 
-// claim marks j as in hand; false when it already is.
-func (p *cloudPool) claim(j store.CloudJob) bool {
+// take marks j as in hand; false when it already is.
+func (p *Pool) take(j store.CloudJob) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := jobKey(j.Project, j.Cloud)
@@ -133,28 +146,28 @@ func (p *cloudPool) claim(j store.CloudJob) bool {
 	return true
 }
 
-// inHand counts the jobs claimed and not yet done.
-func (p *cloudPool) inHand() int {
+// InHand counts the jobs taken and not yet done.
+func (p *Pool) InHand() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.busy)
 }
 
-func (p *cloudPool) release(j store.CloudJob) {
+func (p *Pool) drop(j store.CloudJob) {
 	p.mu.Lock()
 	delete(p.busy, jobKey(j.Project, j.Cloud))
 	p.mu.Unlock()
 }
 
-func (p *cloudPool) work(ctx context.Context, j store.CloudJob) {
+func (p *Pool) work(ctx context.Context, j store.CloudJob) {
 	defer p.wake()
-	defer p.release(j)
+	defer p.drop(j)
 	ev := p.fetch(ctx, j)
 	if ev.Err != nil && ctx.Err() != nil {
 		return // shutting down: nobody is waiting for this outcome
 	}
 	p.mu.Lock()
-	fns := make([]func(cloudEvent), 0, len(p.watchers))
+	fns := make([]func(Event), 0, len(p.watchers))
 	for _, fn := range p.watchers {
 		fns = append(fns, fn)
 	}
@@ -165,7 +178,7 @@ func (p *cloudPool) work(ctx context.Context, j store.CloudJob) {
 }
 
 // wake makes the dispatcher scan again soon.
-func (p *cloudPool) wake() {
+func (p *Pool) wake() {
 	select {
 	case p.kick <- struct{}{}:
 	default:
@@ -173,7 +186,7 @@ func (p *cloudPool) wake() {
 }
 
 // notify tells the pool that jobs were queued: it is no longer idle.
-func (p *cloudPool) notify() {
+func (p *Pool) notify() {
 	p.mu.Lock()
 	p.gen++
 	select {
@@ -186,7 +199,7 @@ func (p *cloudPool) notify() {
 }
 
 // setIdle marks the queue drained, unless jobs were queued since the scan of gen.
-func (p *cloudPool) setIdle(gen uint64) {
+func (p *Pool) setIdle(gen uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.gen != gen {
@@ -199,7 +212,9 @@ func (p *cloudPool) setIdle(gen uint64) {
 	}
 }
 
-func (p *cloudPool) waitIdle(ctx context.Context) error {
+// WaitIdle blocks until the queue holds no job but those marked failed (none due,
+// backing off or in progress), or ctx ends. Tests use it instead of sleeping.
+func (p *Pool) WaitIdle(ctx context.Context) error {
 	p.mu.Lock()
 	idle := p.idle
 	p.mu.Unlock()
@@ -213,7 +228,7 @@ func (p *cloudPool) waitIdle(ctx context.Context) error {
 
 // watch calls fn with the outcome of every later attempt, from the worker that made
 // it (fn must be quick), until stop is called.
-func (p *cloudPool) watch(fn func(cloudEvent)) (stop func()) {
+func (p *Pool) watch(fn func(Event)) (stop func()) {
 	p.mu.Lock()
 	id := p.nextW
 	p.nextW++
@@ -226,9 +241,9 @@ func (p *cloudPool) watch(fn func(cloudEvent)) (stop func()) {
 	}
 }
 
-// enqueue queues jobs in one write and wakes the pool. Requests call it with what they
-// found missing; failures are logged, as the next request finds the same.
-func (p *cloudPool) enqueue(jobs []store.CloudJob) {
+// Enqueue queues jobs in one write and wakes the pool. Requests call it with what they
+// found missing (Coords); failures are logged, as the next request finds the same.
+func (p *Pool) Enqueue(jobs []store.CloudJob) {
 	if len(jobs) == 0 {
 		return
 	}
@@ -241,4 +256,21 @@ func (p *cloudPool) enqueue(jobs []store.CloudJob) {
 		p.log.Debug().Int("clouds", len(written)).Msg("queued point-cloud downloads")
 		p.notify()
 	}
+}
+
+// QueueCloud queues the download of one cloud of bed, if it needs one (a viewer
+// asked for a cloud that is not kept).
+func (p *Pool) QueueCloud(b spatial.Bed, cloudUUID string) {
+	_, jobs, err := p.Coords(b, false)
+	if err != nil {
+		p.log.Error().Err(err).Str("project", b.ProjectUUID).Msg("read plant positions")
+		return
+	}
+	var mine []store.CloudJob
+	for _, j := range jobs {
+		if j.Cloud == cloudUUID {
+			mine = append(mine, j)
+		}
+	}
+	p.Enqueue(mine)
 }
