@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
+	"strconv"
 
 	"github.com/rs/zerolog"
 
@@ -36,6 +38,11 @@ func (a *Admin) UseSpatial(dataDir string, cfg spatial.ClientConfig, clouds poin
 	c, err := spatial.Dial(cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	if clouds.Node == "" {
+		// A name of its own: its start and end must not free the claims of a server
+		// on this host.
+		clouds.Node = pointcloud.DefaultNode() + "/pointclouds-sync-" + strconv.Itoa(os.Getpid())
 	}
 	files := pointcloud.NewFiles(dataDir, clouds.MaxBytes, log)
 	a.clouds = pointcloud.NewPool(a.store, c, files, clouds, a.store.Now, log)

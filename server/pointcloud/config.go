@@ -1,6 +1,7 @@
 package pointcloud
 
 import (
+	"os"
 	"time"
 
 	"github.com/gardend/gardend/store"
@@ -18,6 +19,15 @@ type Config struct {
 	// MaxBytes bounds the PLY files kept under pointclouds/; the least recently used
 	// are deleted beyond it (positions stay). 0: no limit.
 	MaxBytes int64
+	// Node names this process in the claims on the download queue
+	// (store.ClaimCloudJobs): nodes sharing one database never download one cloud at
+	// once. A restarted node frees the claims it left, so the name must be stable
+	// across restarts and differ between nodes. Default: the host name.
+	Node string
+	// Lease is how long a claim holds without being renewed: a node that dies keeps
+	// its jobs from the others this long. It is renewed every third of it while a
+	// download runs. Default DefaultLease.
+	Lease time.Duration
 }
 
 // Defaults of Config.
@@ -26,6 +36,7 @@ const (
 	// wait for them.
 	DefaultWorkers = 2
 	DefaultRearm   = time.Hour
+	DefaultLease   = time.Minute
 )
 
 // DefaultRetry: 8 attempts, 2 s doubling up to 10 min (about 8.5 min from the first
@@ -49,5 +60,19 @@ func (c Config) WithDefaults() Config {
 	if c.Rearm <= 0 {
 		c.Rearm = DefaultRearm
 	}
+	if c.Node == "" {
+		c.Node = DefaultNode()
+	}
+	if c.Lease <= 0 {
+		c.Lease = DefaultLease
+	}
 	return c
+}
+
+// DefaultNode is the default Config.Node: the host name.
+func DefaultNode() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "gardend"
 }

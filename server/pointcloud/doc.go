@@ -2,7 +2,7 @@
 // them. A cloud's job flows one way through it:
 //
 //	queue (Pool.Enqueue: the requests' and the sync's missing clouds, in the store)
-//	→ take (Pool.Run: due jobs handed to the workers)
+//	→ claim (Pool.Run: due jobs claimed for this node, the lease renewed meanwhile)
 //	→ download (spatial; skipped when the PLY file is kept already)
 //	→ write PLY (Files: pointclouds/<project>/<cloud>.ply, atomically, within the
 //	  disk budget)

@@ -12,7 +12,7 @@ import (
 	"github.com/gardend/gardend/store"
 )
 
-// fetch makes one attempt at a job: the cloud from its PLY file when one was
+// fetch makes one attempt at a claimed job: the cloud from its PLY file when one was
 // kept (a job queued again for a changed transform needs no download), else from the
 // spatial server, kept as PLY; then the position, stored with the removal of the job
 // in one transaction. It logs one line per cloud.
@@ -86,7 +86,7 @@ func (p *Pool) load(ctx context.Context, path string, j store.CloudJob) (pc clou
 	return pc, size, "download", nil
 }
 
-// failed counts a failed attempt in the queue and logs it.
+// failed counts a failed attempt in the queue (which ends the claim) and logs it.
 func (p *Pool) failed(j store.CloudJob, cause error) {
 	rec, ok, err := p.store.RecordCloudFailure(j.Project, j.Cloud, j.CloudInputs, cause.Error(), p.cfg.Retry)
 	log := p.log.Warn().Err(cause).Str("project", j.Project).Str("cloud", j.Cloud)

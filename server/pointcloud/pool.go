@@ -2,6 +2,7 @@ package pointcloud
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -26,8 +27,10 @@ type Source interface {
 }
 
 // Pool works the download queue (store/pcqueue.go) with a few workers. The queue is
-// the state: the pool only remembers which jobs are in hand, so stopping it loses
-// nothing and a new pool resumes where the old one stopped.
+// the state: the pool claims due jobs for its node (Config.Node) only as workers come
+// free, keeps the claim of a job in hand alive, and remembers nothing else, so
+// stopping it loses nothing and a new pool, here or on another node, resumes where it
+// stopped.
 type Pool struct {
 	store  Store
 	source Source
@@ -55,8 +58,13 @@ type Event struct {
 	Bytes int64
 }
 
+// ErrClaimLost: the node's claim on a job ended while it worked on it (the lease ran
+// out, e.g. while the database could not be reached): another node may have it now,
+// so this one stopped.
+var ErrClaimLost = errors.New("the claim on the download ran out; the job is left to whoever claims it next")
+
 // NewPool is a pool of cfg.Workers downloading from source into files; now is the
-// clock of the store (retries are measured with it).
+// clock of the store (leases and retries are measured with it).
 func NewPool(st Store, source Source, files *Files, cfg Config, now func() time.Time, log zerolog.Logger) *Pool {
 	return &Pool{
 		store: st, source: source, files: files, cfg: cfg.WithDefaults(), now: now,
@@ -70,13 +78,14 @@ func NewPool(st Store, source Source, files *Files, cfg Config, now func() time.
 
 func jobKey(project, cloud string) string { return project + "\x00" + cloud }
 
-// scanLimit bounds the jobs taken from one scan of the queue.
-const scanLimit = 256
-
 // Run dispatches due jobs to the workers until ctx ends; a job in progress then is
-// abandoned as it was (its attempt is not counted) and the workers are waited for.
+// abandoned as it was (its attempt is not counted), the workers are waited for and the
+// node's claims released, so the jobs are due again at once.
 func (p *Pool) Run(ctx context.Context) {
 	p.files.budget.enforce()
+	// Claims a previous run of this node left (a crash) stand for work that is lost.
+	p.releaseClaims()
+	defer p.releaseClaims()
 	jobs := make(chan store.CloudJob)
 	var wg sync.WaitGroup
 	for range p.cfg.Workers {
@@ -94,35 +103,39 @@ func (p *Pool) Run(ctx context.Context) {
 	defer timer.Stop()
 	for {
 		p.mu.Lock()
-		gen := p.gen
+		gen, free := p.gen, p.cfg.Workers-len(p.busy)
 		p.mu.Unlock()
-		due, next, pending, err := p.store.DueCloudJobs(scanLimit)
-		if err != nil {
-			p.log.Error().Err(err).Msg("read the download queue")
-			next = p.now().Add(5 * time.Second)
-		}
-		sent := 0
-		for _, j := range due {
-			if !p.take(j) {
+		wait := time.Hour
+		// With every worker busy there is nothing to claim: a worker's end wakes the
+		// dispatcher.
+		if free > 0 {
+			claimed, next, pending, err := p.store.ClaimCloudJobs(p.cfg.Node, free, p.cfg.Lease)
+			if err != nil {
+				p.log.Error().Err(err).Msg("read the download queue")
+				next = p.now().Add(5 * time.Second)
+			}
+			sent := 0
+			for _, j := range claimed {
+				if !p.take(j) {
+					continue // in hand already: its lease ran out under the worker
+				}
+				select {
+				case jobs <- j:
+					sent++
+				case <-ctx.Done():
+					p.drop(j)
+					return
+				}
+			}
+			if sent > 0 {
 				continue
 			}
-			select {
-			case jobs <- j:
-				sent++
-			case <-ctx.Done():
-				p.drop(j)
-				return
+			if err == nil && pending == 0 {
+				p.setIdle(gen)
 			}
-		}
-		if sent > 0 {
-			continue
-		}
-		if err == nil && pending == 0 {
-			p.setIdle(gen)
-		}
-		wait := time.Hour
-		if !next.IsZero() {
-			wait = max(next.Sub(p.now()), time.Millisecond)
+			if !next.IsZero() {
+				wait = max(next.Sub(p.now()), time.Millisecond)
+			}
 		}
 		timer.Reset(wait)
 		select {
@@ -131,6 +144,15 @@ func (p *Pool) Run(ctx context.Context) {
 		case <-p.kick:
 		case <-timer.C:
 		}
+	}
+}
+
+// releaseClaims ends every claim of this node.
+func (p *Pool) releaseClaims() {
+	if n, err := p.store.ReleaseCloudClaims(p.cfg.Node); err != nil {
+		p.log.Error().Err(err).Str("node", p.cfg.Node).Msg("release the claims on the download queue; they run out with their leases")
+	} else if n > 0 {
+		p.log.Debug().Int("jobs", n).Str("node", p.cfg.Node).Msg("released claims on the download queue")
 	}
 }
 
@@ -162,9 +184,21 @@ func (p *Pool) drop(j store.CloudJob) {
 func (p *Pool) work(ctx context.Context, j store.CloudJob) {
 	defer p.wake()
 	defer p.drop(j)
-	ev := p.fetch(ctx, j)
-	if ev.Err != nil && ctx.Err() != nil {
+	jctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		p.holdClaim(jctx, cancel, j)
+	}()
+	ev := p.fetch(jctx, j)
+	cancel(nil)
+	<-held
+	if ctx.Err() != nil && ev.Err != nil {
 		return // shutting down: nobody is waiting for this outcome
+	}
+	if errors.Is(context.Cause(jctx), ErrClaimLost) && ev.Err != nil {
+		ev.Err = ErrClaimLost
 	}
 	p.mu.Lock()
 	fns := make([]func(Event), 0, len(p.watchers))
@@ -174,6 +208,38 @@ func (p *Pool) work(ctx context.Context, j store.CloudJob) {
 	p.mu.Unlock()
 	for _, fn := range fns {
 		fn(ev)
+	}
+}
+
+// holdClaim renews the node's claim on j every third of the lease until ctx ends. When
+// the claim is gone, or could not be renewed before the lease ran out, it cancels the
+// work with ErrClaimLost: another node may be downloading the cloud by then.
+func (p *Pool) holdClaim(ctx context.Context, cancel context.CancelCauseFunc, j store.CloudJob) {
+	t := time.NewTicker(p.cfg.Lease / 3)
+	defer t.Stop()
+	until := p.now().Add(p.cfg.Lease)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		at := p.now()
+		ok, err := p.store.RenewCloudClaim(p.cfg.Node, j.Project, j.Cloud, p.cfg.Lease)
+		switch {
+		case err == nil && ok:
+			until = at.Add(p.cfg.Lease)
+			continue
+		case err == nil:
+			p.log.Warn().Str("project", j.Project).Str("cloud", j.Cloud).Msg("the claim on a point-cloud download is gone; stopping it")
+		case at.Before(until):
+			p.log.Warn().Err(err).Str("project", j.Project).Str("cloud", j.Cloud).Msg("renew the claim on a point-cloud download; trying again")
+			continue
+		default:
+			p.log.Error().Err(err).Str("project", j.Project).Str("cloud", j.Cloud).Msg("the claim on a point-cloud download ran out unrenewed; stopping it")
+		}
+		cancel(ErrClaimLost)
+		return
 	}
 }
 
