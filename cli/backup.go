@@ -101,7 +101,7 @@ func (o *backupOptions) write(cmd *cobra.Command, out io.Writer) (*backup.Manife
 		done <- verdict{m, err}
 	}()
 	cw := &byteCounter{w: out}
-	err := streamAdmin(cmd.Context(), o.global.dataDir, server.BackupOp, struct{}{}, io.MultiWriter(cw, pw))
+	err := adminDownload(cmd.Context(), o.global.dataDir, server.BackupCreate{}, io.MultiWriter(cw, pw))
 	pw.CloseWithError(err)
 	v := <-done
 	switch {

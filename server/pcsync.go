@@ -2,10 +2,7 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -23,13 +20,13 @@ import (
 // admin socket the pool is the running server's, so nothing is fetched twice; in
 // process, UseSpatial builds a pool that runs only for the operation.
 
-// CloudSyncArgs are the arguments of "pointclouds.sync": one garden, or all when 0.
-type CloudSyncArgs struct {
+// PointCloudsSync fetches every missing cloud of one garden, or of all when Garden
+// is 0 ("pointclouds.sync"). It answers progress reports until the last, Final one.
+type PointCloudsSync struct {
 	Garden uint64 `json:"garden,omitempty"`
 }
 
-// CloudSyncProgress is one NDJSON line of "pointclouds.sync".
-type CloudSyncProgress = pointcloud.Progress
+func (PointCloudsSync) OpName() string { return "pointclouds.sync" }
 
 // UseSpatial lets an Admin without a server (the CLI in process) reach a spatial
 // server: operations that download point clouds run a pool of their own while they
@@ -50,25 +47,21 @@ func (a *Admin) UseSpatial(dataDir string, cfg spatial.ClientConfig, clouds poin
 	return func() { c.Close() }, nil
 }
 
-func (a *Admin) syncClouds(ctx context.Context, raw json.RawMessage) (any, error) {
-	var args CloudSyncArgs
-	if err := decodeArgs(raw, &args); err != nil {
-		return nil, err
-	}
+func (op PointCloudsSync) run(ctx context.Context, a *Admin, answer func(pointcloud.Progress) error) error {
 	if a.clouds == nil {
-		return nil, fmt.Errorf("%w: run it while gardend serve runs with one, or pass --spatial HOST:PORT", errNoSpatial)
+		return fmt.Errorf("%w: run it while gardend serve runs with one, or pass --spatial HOST:PORT", errNoSpatial)
 	}
 	var (
 		beds []store.Bed
 		err  error
 	)
-	if args.Garden != 0 {
-		beds, err = a.store.BedsOfGarden(args.Garden)
+	if op.Garden != 0 {
+		beds, err = a.store.BedsOfGarden(op.Garden)
 	} else {
 		beds, err = a.store.Beds()
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	seen := map[string]bool{}
 	var projects []string
@@ -79,26 +72,28 @@ func (a *Admin) syncClouds(ctx context.Context, raw json.RawMessage) (any, error
 		}
 	}
 	sort.Strings(projects)
-	return StreamResult(func(w io.Writer) {
-		emit := func(p CloudSyncProgress) {
-			line, _ := json.Marshal(p)
-			w.Write(append(line, '\n'))
-			if f, ok := w.(http.Flusher); ok {
-				f.Flush()
+	if a.runClouds {
+		pctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.clouds.Run(pctx)
+		}()
+		defer func() {
+			stop()
+			<-done
+		}()
+	}
+	// A report that cannot be delivered (the CLI went away) ends the sync.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var failed error
+	a.clouds.Sync(ctx, projects, func(p pointcloud.Progress) {
+		if failed == nil {
+			if failed = answer(p); failed != nil {
+				cancel(failed)
 			}
 		}
-		if a.runClouds {
-			pctx, stop := context.WithCancel(ctx)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				a.clouds.Run(pctx)
-			}()
-			defer func() {
-				stop()
-				<-done
-			}()
-		}
-		a.clouds.Sync(ctx, projects, emit)
-	}), nil
+	})
+	return failed
 }
