@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -136,7 +135,7 @@ func (o *importPlantMapOptions) openTarget() (*store.Store, plantmap.Images, fun
 	dir := o.global.dataDir
 	path := filepath.Join(dir, store.FileName)
 	_, statErr := os.Stat(path)
-	opts := store.Options{Timeout: time.Second}
+	opts := store.Options{Timeout: store.DefaultOpenTimeout}
 	if o.dryRun {
 		if statErr != nil {
 			tmp, err := os.MkdirTemp("", "gardend-import-dry-run-")

@@ -162,7 +162,7 @@ func checkRestoredDB(path string, m *backup.Manifest) (err error) {
 			err = fmt.Errorf("%w: %v", backup.ErrBadDatabase, p)
 		}
 	}()
-	st, err := store.Open(path, store.Options{ReadOnly: true, Timeout: time.Second})
+	st, err := store.Open(path, store.Options{ReadOnly: true, Timeout: store.DefaultOpenTimeout})
 	if err != nil {
 		return fmt.Errorf("%w: it does not open: %v", backup.ErrBadDatabase, err)
 	}
