@@ -79,11 +79,10 @@ func (o *userCreateOptions) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	var u store.User
-	err = callAdmin(cmd.Context(), o.global, "users.create", server.CreateUserArgs{
+	u, err := adminCall(cmd.Context(), o.global, server.UsersCreate{
 		Username: o.username, Password: password, FirstName: o.firstName, LastName: o.lastName,
 		Email: o.email, SiteAdmin: o.siteAdmin,
-	}, &u)
+	})
 	if err != nil {
 		return err
 	}

@@ -18,75 +18,55 @@ import (
 	"github.com/gardend/gardend/store"
 )
 
-// callAdmin runs an admin operation: through the running server's socket when there is
-// one in the data directory, else in-process on the database (--store). It never waits
-// more than about a second for a lock and never fails silently.
-func callAdmin(ctx context.Context, g *globalOptions, op string, args, out any) error {
-	dataDir := g.dataDir
-	if err := checkIdle(g); err != nil {
-		return err
-	}
-	body, err := json.Marshal(args)
-	if err != nil {
-		return err
-	}
-	if resp, ok := viaSocket(ctx, dataDir, op, body); ok {
-		defer resp.Body.Close()
-		return decodeAdminResponse(resp, out)
-	}
-	admin, closeDB, err := openAdmin(ctx, g)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	res, err := admin.Do(ctx, op, body)
-	if err != nil {
-		return err
-	}
-	if _, ok := res.(server.StreamResult); ok {
-		return fmt.Errorf("operation %s streams its answer; it cannot be decoded as JSON", op)
-	}
-	if out == nil {
+// adminCall runs an admin operation that answers once and returns its answer:
+// through the running server's socket when there is one in the data directory, else
+// in-process on the database (--store). It never waits more than about a second for a
+// lock and never fails silently.
+func adminCall[Resp any](ctx context.Context, g *globalOptions, op server.AdminOp[Resp]) (Resp, error) {
+	var (
+		out Resp
+		n   int
+	)
+	err := adminStream(ctx, g, op, nil, func(v Resp) error {
+		out, n = v, n+1
 		return nil
+	})
+	if err == nil && n != 1 {
+		err = fmt.Errorf("operation %s answered %d times, not once", op.OpName(), n)
 	}
-	data, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(data, out)
+	return out, err
 }
 
-// streamAdmin runs an admin operation that streams its answer (a backup) into w,
-// through the running server's socket or else in-process, like callAdmin. A failure
-// after bytes were written is still returned: from the socket's error trailer or a
-// cut-off body, or from the in-process sink.
-func streamAdmin(ctx context.Context, g *globalOptions, op string, args any, w io.Writer) error {
-	return streamAdminWith(ctx, g, op, args, nil, w)
-}
-
-// streamAdminWith is streamAdmin where the in-process Admin first gets what the
-// operation needs from prepare (when not nil), which returns its clean-up.
-func streamAdminWith(ctx context.Context, g *globalOptions, op string, args any, prepare func(*server.Admin) (func(), error), w io.Writer) error {
+// adminStream runs an admin operation like adminCall, handing each of its answers to
+// answer as it arrives (progress reports). In process, prepare (when not nil) first
+// gives the Admin what the operation needs and returns its clean-up.
+func adminStream[Resp any](ctx context.Context, g *globalOptions, op server.AdminOp[Resp], prepare func(*server.Admin) (func(), error), answer func(Resp) error) error {
 	dataDir := g.dataDir
 	if err := checkIdle(g); err != nil {
 		return err
 	}
-	body, err := json.Marshal(args)
+	body, err := json.Marshal(op)
 	if err != nil {
 		return err
 	}
-	if resp, ok := viaSocket(ctx, dataDir, op, body); ok {
+	if resp, ok := viaSocket(ctx, dataDir, op.OpName(), body); ok {
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return decodeAdminResponse(resp, nil)
+			return adminProblem(resp)
 		}
-		if _, err := io.Copy(w, resp.Body); err != nil {
-			return fmt.Errorf("%s through the admin socket: %w", op, err)
+		dec := json.NewDecoder(resp.Body)
+		for {
+			var v Resp
+			if err := dec.Decode(&v); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return fmt.Errorf("%s through the admin socket: %w", op.OpName(), err)
+			}
+			if err := answer(v); err != nil {
+				return err
+			}
 		}
-		if msg := resp.Trailer.Get(server.BackupErrorTrailer); msg != "" {
-			return fmt.Errorf("%s failed in the server: %s", op, msg)
-		}
-		return nil
+		return trailerError(resp, op.OpName())
 	}
 	admin, closeDB, err := openAdmin(ctx, g)
 	if err != nil {
@@ -100,17 +80,46 @@ func streamAdminWith(ctx context.Context, g *globalOptions, op string, args any,
 		}
 		defer cleanup()
 	}
-	res, err := admin.Do(ctx, op, body)
+	return server.RunAdmin(ctx, admin, op, answer)
+}
+
+// adminDownload runs an admin operation that answers a byte stream (a backup) into
+// w, through the running server's socket or else in-process, like adminCall. A
+// failure after bytes were written is still returned: from the socket's error
+// trailer or a cut-off body, or from the operation in process.
+func adminDownload(ctx context.Context, g *globalOptions, op server.AdminDownload, w io.Writer) error {
+	dataDir := g.dataDir
+	if err := checkIdle(g); err != nil {
+		return err
+	}
+	body, err := json.Marshal(op)
 	if err != nil {
 		return err
 	}
-	stream, ok := res.(server.StreamResult)
-	if !ok {
-		return fmt.Errorf("operation %s answers JSON, not a stream", op)
+	if resp, ok := viaSocket(ctx, dataDir, op.OpName(), body); ok {
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return adminProblem(resp)
+		}
+		if _, err := io.Copy(w, resp.Body); err != nil {
+			return fmt.Errorf("%s through the admin socket: %w", op.OpName(), err)
+		}
+		return trailerError(resp, op.OpName())
 	}
-	sink := &streamSink{w: w}
-	stream(sink)
-	return sink.err
+	admin, closeDB, err := openAdmin(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	return server.RunAdminDownload(ctx, admin, op, w)
+}
+
+// trailerError is the failure the server reported after its answer had begun.
+func trailerError(resp *http.Response, op string) error {
+	if msg := resp.Trailer.Get(server.AdminErrorTrailer); msg != "" {
+		return fmt.Errorf("%s failed in the server: %s", op, printable(msg))
+	}
+	return nil
 }
 
 // viaSocket sends op to the running server's admin socket. ok is false when there is
@@ -149,20 +158,6 @@ func checkIdle(g *globalOptions) error {
 	return backup.CheckIdle(g.dataDir)
 }
 
-// streamSink is the in-process stream's writer; the operation reports a failure
-// after the first byte through CloseWithError, as it would to an io.PipeWriter.
-type streamSink struct {
-	w   io.Writer
-	err error
-}
-
-func (s *streamSink) Write(b []byte) (int, error) { return s.w.Write(b) }
-
-func (s *streamSink) CloseWithError(err error) error {
-	s.err = err
-	return nil
-}
-
 func socketClient(sock string) *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -181,25 +176,17 @@ func socketCall(ctx context.Context, sock, op string, body []byte) (*http.Respon
 	return socketClient(sock).Do(req)
 }
 
-func decodeAdminResponse(resp *http.Response, out any) error {
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
+// adminProblem is the error of an answer other than 200: the problem's detail.
+func adminProblem(resp *http.Response) error {
+	var p struct {
+		Detail string            `json:"detail"`
+		Errors map[string]string `json:"errors"`
 	}
-	if resp.StatusCode != http.StatusOK {
-		var p struct {
-			Detail string            `json:"detail"`
-			Errors map[string]string `json:"errors"`
-		}
-		if json.Unmarshal(data, &p) == nil && p.Detail != "" {
-			return errors.New(printable(p.Detail))
-		}
-		return fmt.Errorf("admin socket answered %s", resp.Status)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err == nil && json.Unmarshal(data, &p) == nil && p.Detail != "" {
+		return errors.New(printable(p.Detail))
 	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(data, out)
+	return fmt.Errorf("admin socket answered %s", resp.Status)
 }
 
 // requireDatabase refuses to create an empty database just to inspect it, and a

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/atomicfile"
 	"github.com/gardend/gardend/server/backup"
 )
 
@@ -63,30 +63,19 @@ func (o *backupOptions) run(cmd *cobra.Command, args []string) error {
 		printBackupSummary(report, cmd.ErrOrStderr(), "standard output", m, n)
 		return nil
 	}
-	tmp := target + ".tmp"
-	// Truncating a stale FILE.tmp (left by a power cut) keeps unattended runs going.
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	// A fixed temporary name: truncating a stale FILE.tmp (left by a power cut) keeps
+	// unattended runs going.
+	f, err := atomicfile.Create(target, atomicfile.Options{Temp: target + ".tmp"})
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	m, n, err := o.write(cmd, f)
 	if err == nil {
-		err = f.Chmod(0o600) // an old FILE.tmp keeps its mode through O_TRUNC
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, target)
-	}
-	if err == nil {
-		err = syncParent(target)
+		err = f.Commit()
+	} else {
+		f.Abort()
 	}
 	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("backup to %s failed (nothing was written there): %w", target, err)
 	}
 	printBackupSummary(report, cmd.ErrOrStderr(), target, m, n)
@@ -112,7 +101,7 @@ func (o *backupOptions) write(cmd *cobra.Command, out io.Writer) (*backup.Manife
 		done <- verdict{m, err}
 	}()
 	cw := &byteCounter{w: out}
-	err := streamAdmin(cmd.Context(), o.global, server.BackupOp, struct{}{}, io.MultiWriter(cw, pw))
+	err := adminDownload(cmd.Context(), o.global, server.BackupCreate{}, io.MultiWriter(cw, pw))
 	pw.CloseWithError(err)
 	v := <-done
 	switch {
@@ -199,14 +188,4 @@ func (c *byteCounter) Write(b []byte) (int, error) {
 	n, err := c.w.Write(b)
 	c.n += int64(n)
 	return n, err
-}
-
-// syncParent makes a rename in path's directory durable.
-func syncParent(path string) error {
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gardend/gardend/server"
-	"github.com/gardend/gardend/store"
 )
 
 func newBedsCommand(g *globalOptions) *cobra.Command {
@@ -47,8 +46,8 @@ func (o *bedsAddOptions) run(cmd *cobra.Command, _ []string) error {
 	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
-	var b store.Bed
-	if err := callAdmin(cmd.Context(), o.global, "beds.add", server.BedAddArgs{Garden: o.garden, UUID: o.uuid, Name: o.name}, &b); err != nil {
+	b, err := adminCall(cmd.Context(), o.global, server.BedsAdd{Garden: o.garden, UUID: o.uuid, Name: o.name})
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "added bed %d (project %s) to garden %d\n", b.ID, b.UUID, o.garden)
@@ -82,7 +81,7 @@ func (o *bedsRemoveOptions) run(cmd *cobra.Command, _ []string) error {
 	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
-	if err := callAdmin(cmd.Context(), o.global, "beds.remove", server.BedRemoveArgs{Garden: o.garden, Bed: o.bed}, nil); err != nil {
+	if _, err := adminCall(cmd.Context(), o.global, server.BedsRemove{Garden: o.garden, Bed: o.bed}); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "removed bed %d of garden %d\n", o.bed, o.garden)

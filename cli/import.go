@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -152,7 +151,7 @@ func (o *importPlantMapOptions) openTarget(ctx context.Context) (plantmap.Store,
 	dir := o.global.dataDir
 	path := o.global.boltPath()
 	_, statErr := os.Stat(path)
-	opts := bolt.Options{Timeout: time.Second}
+	opts := bolt.Options{Timeout: bolt.DefaultOpenTimeout}
 	if o.dryRun {
 		if statErr != nil {
 			tmp, err := os.MkdirTemp("", "gardend-import-dry-run-")

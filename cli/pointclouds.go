@@ -1,19 +1,16 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/pointcloud"
 )
 
 func newPointCloudsCommand(g *globalOptions) *cobra.Command {
@@ -69,13 +66,9 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 		log := zerolog.New(errOut).Level(zerolog.WarnLevel).With().Timestamp().Logger()
 		return a.UseSpatial(o.global.dataDir, o.spatial.clientConfig(), o.spatial.cloudConfig(), log)
 	}
-	bar := newProgressBar(errOut)
-	var last server.CloudSyncProgress
-	lines := &lineWriter{fn: func(line []byte) error {
-		var p server.CloudSyncProgress
-		if err := json.Unmarshal(line, &p); err != nil {
-			return fmt.Errorf("unexpected answer %q: %w", line, err)
-		}
+	bar := newProgressBar(errOut, isTerminal(cmd.ErrOrStderr()))
+	var last pointcloud.Progress
+	err := adminStream(cmd.Context(), o.global, server.PointCloudsSync{Garden: o.garden}, prepare, func(p pointcloud.Progress) error {
 		if p.Error != "" && !p.Final {
 			bar.note("warning: " + printable(p.Error))
 			return nil
@@ -83,8 +76,7 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 		last = p
 		bar.draw(p)
 		return nil
-	}}
-	err := streamAdminWith(cmd.Context(), o.global, "pointclouds.sync", server.CloudSyncArgs{Garden: o.garden}, prepare, lines)
+	})
 	bar.finish()
 	if err != nil {
 		return err
@@ -120,14 +112,13 @@ type progressBar struct {
 	lastTier int
 }
 
-func newProgressBar(w io.Writer) *progressBar {
-	f, ok := w.(*os.File)
-	return &progressBar{w: w, tty: ok && term.IsTerminal(int(f.Fd())), lastTier: -1}
+func newProgressBar(w io.Writer, tty bool) *progressBar {
+	return &progressBar{w: w, tty: tty, lastTier: -1}
 }
 
 const barWidth = 30
 
-func (b *progressBar) draw(p server.CloudSyncProgress) {
+func (b *progressBar) draw(p pointcloud.Progress) {
 	if p.Total == 0 {
 		return // nothing to download: a full bar of 0/0 would read as success
 	}
@@ -162,30 +153,3 @@ func (b *progressBar) finish() {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
-
-// lineWriter hands every complete non-empty line written to it to fn; the first error
-// of fn fails that and every later write.
-type lineWriter struct {
-	buf []byte
-	fn  func([]byte) error
-	err error
-}
-
-func (l *lineWriter) Write(p []byte) (int, error) {
-	if l.err != nil {
-		return 0, l.err
-	}
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		if i > 0 {
-			if l.err = l.fn(l.buf[:i]); l.err != nil {
-				return 0, l.err
-			}
-		}
-		l.buf = l.buf[i+1:]
-	}
-}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gardend/gardend/cli"
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/spatial/demo"
 	"github.com/gardend/gardend/store"
@@ -84,7 +85,7 @@ func TestPointCloudsSync(t *testing.T) {
 			if positions != clouds {
 				t.Errorf("%d positions stored, want %d", positions, clouds)
 			}
-			matches, _ := filepath.Glob(filepath.Join(dir, server.PointCloudDirName, "*", "*.ply"))
+			matches, _ := filepath.Glob(filepath.Join(dir, pointcloud.DirName, "*", "*.ply"))
 			if len(matches) != clouds {
 				t.Errorf("%d PLY files, want %d", len(matches), clouds)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gardend/gardend/server"
 	"github.com/gardend/gardend/server/backup"
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/store"
 	"github.com/gardend/gardend/store/bolt"
 )
@@ -192,7 +193,7 @@ func checkRestoredDB(path string, m *backup.Manifest) (err error) {
 			err = fmt.Errorf("%w: %v", backup.ErrBadDatabase, p)
 		}
 	}()
-	st, err := bolt.Open(path, bolt.Options{ReadOnly: true, Timeout: time.Second})
+	st, err := bolt.Open(path, bolt.Options{ReadOnly: true, Timeout: bolt.DefaultOpenTimeout})
 	if err != nil {
 		return fmt.Errorf("%w: it does not open: %v", backup.ErrBadDatabase, err)
 	}
@@ -362,7 +363,7 @@ func recordsOf(ctx context.Context, scratch string, m *backup.Manifest) (io.Read
 // adoptCache moves the unpacked point-cloud files and the data directory's identity
 // into the node's data directory, keeping files it has already.
 func adoptCache(scratch, dataDir string) error {
-	from := filepath.Join(scratch, server.PointCloudDirName)
+	from := filepath.Join(scratch, pointcloud.DirName)
 	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) && path == from {
 			return fs.SkipAll

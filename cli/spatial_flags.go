@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial"
 )
 
@@ -27,10 +27,10 @@ func (o *spatialOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.addr, "spatial", "", "spatial data server (SEEREP) gRPC address HOST:PORT; without it the beds and plants endpoints answer 503")
 	f.BoolVar(&o.tls, "spatial-tls", false, "connect to the spatial server with TLS (system roots, or --spatial-ca)")
 	f.StringVar(&o.caFile, "spatial-ca", "", "PEM file of CA certificates for the spatial server (implies --spatial-tls)")
-	f.DurationVar(&o.timeout, "spatial-timeout", 5*time.Second, "deadline of each call to the spatial server")
+	f.DurationVar(&o.timeout, "spatial-timeout", spatial.DefaultCallTimeout, "deadline of each call to the spatial server")
 	f.IntVar(&o.concurrency, "spatial-concurrency", spatial.DefaultMaxInFlight, "most calls to the spatial server in flight at once")
-	f.DurationVar(&o.cacheTTL, "spatial-cache-ttl", 30*time.Second, "how long answers of the spatial server are reused (0 disables the cache)")
-	f.IntVar(&o.workers, "pointcloud-workers", server.DefaultCloudWorkers, "point clouds downloaded at once in the background")
+	f.DurationVar(&o.cacheTTL, "spatial-cache-ttl", spatial.DefaultCacheTTL, "how long answers of the spatial server are reused (0 disables the cache)")
+	f.IntVar(&o.workers, "pointcloud-workers", pointcloud.DefaultWorkers, "point clouds downloaded at once in the background")
 	f.Var(&o.maxBytes, "pointcloud-max-bytes", "most bytes of point-cloud files kept (e.g. 2GiB); the least recently used are deleted beyond it, positions stay (0: no limit)")
 	markConfig(f, "spatial", "spatial-tls", "spatial-ca", "spatial-timeout", "spatial-concurrency", "spatial-cache-ttl", "pointcloud-workers", "pointcloud-max-bytes")
 }
@@ -60,6 +60,6 @@ func (o *spatialOptions) clientConfig() spatial.ClientConfig {
 	}
 }
 
-func (o *spatialOptions) cloudConfig() server.CloudConfig {
-	return server.CloudConfig{Workers: o.workers, MaxBytes: int64(o.maxBytes)}
+func (o *spatialOptions) cloudConfig() pointcloud.Config {
+	return pointcloud.Config{Workers: o.workers, MaxBytes: int64(o.maxBytes)}
 }

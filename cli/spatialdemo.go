@@ -41,8 +41,8 @@ the same uuids every time.`,
 	f.DurationVar(&o.latency, "latency", 0, "latency added to every call")
 	f.Float64Var(&o.failRate, "fail-rate", 0, "fraction of calls answered Unavailable (0..1)")
 	f.Int64Var(&o.seed, "seed", 1, "seed of the generated garden and of the failures")
-	f.IntVar(&o.beds, "beds", 6, "number of beds (projects)")
-	f.IntVar(&o.plants, "plants", 33, "plants per bed")
+	f.IntVar(&o.beds, "beds", demo.DefaultBeds, "number of beds (projects)")
+	f.IntVar(&o.plants, "plants", demo.DefaultPlants, "plants per bed")
 	return cmd
 }
 

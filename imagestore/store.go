@@ -237,7 +237,8 @@ func isImageName(name string) bool {
 	return true
 }
 
-// syncDir makes a rename in dir durable.
+// syncDir makes a rename in dir durable. With Pending.Commit it is imagestore's one
+// private copy of server/atomicfile, which a leaf may not import.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

@@ -18,8 +18,8 @@ var internalArgon2 = store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen:
 
 func (s *Server) createTestUser(t *testing.T, username, password string) {
 	t.Helper()
-	args, _ := json.Marshal(CreateUserArgs{Username: username, Password: password, FirstName: "F", LastName: "L"})
-	if _, err := s.admin.Do(context.Background(), "users.create", args); err != nil {
+	op := UsersCreate{Username: username, Password: password, FirstName: "F", LastName: "L"}
+	if err := RunAdmin(context.Background(), s.admin, op, func(store.User) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 }

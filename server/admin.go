@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"io"
 
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/store"
 )
 
@@ -17,140 +18,64 @@ type Admin struct {
 	pw    *store.Passwords
 	// dataDir is the node's data directory (backups read it).
 	dataDir string
-	ops     map[string]adminOp
 	// afterRemove is the server's clean-up after a deletion; nil when the CLI runs
 	// without a server, whose start-up sweep then deletes unreferenced files.
 	afterRemove func(ctx context.Context, removed store.Removed)
 	// clouds downloads point clouds: the server's pool, or one of UseSpatial's that
 	// runs only while an operation needs it (runClouds). nil without a spatial server.
-	clouds    *cloudPool
+	clouds    *pointcloud.Pool
 	runClouds bool
 
 	// backups is shared by the admin socket and GET /admin/backup.
 	backups *backupState
 }
 
-type adminOp func(ctx context.Context, args json.RawMessage) (any, error)
-
 // NewAdmin binds the operations to a store and the node's data directory.
 func NewAdmin(st store.Backend, pw *store.Passwords, dataDir string) *Admin {
-	a := &Admin{store: st, pw: pw, dataDir: dataDir}
-	a.backups = newBackupState()
-	a.ops = map[string]adminOp{
-		"users.create":   a.createUser,
-		"inspect.users":  func(context.Context, json.RawMessage) (any, error) { return st.ListUsers() },
-		"inspect.tokens": func(context.Context, json.RawMessage) (any, error) { return st.ListTokens() },
-		"inspect.stats":  func(context.Context, json.RawMessage) (any, error) { return st.Stats() },
-
-		"inspect.companies":   func(context.Context, json.RawMessage) (any, error) { return st.Companies() },
-		"inspect.gardens":     func(context.Context, json.RawMessage) (any, error) { return st.Gardens() },
-		"inspect.permissions": func(context.Context, json.RawMessage) (any, error) { return st.ListPermissions() },
-		"beds.add":            a.addBed,
-		"beds.remove":         a.removeBed,
-
-		"inspect.beds":     func(context.Context, json.RawMessage) (any, error) { return st.BedStatuses() },
-		"inspect.queue":    func(context.Context, json.RawMessage) (any, error) { return st.CloudJobs() },
-		"pointclouds.sync": a.syncClouds,
-		BackupOp:           a.backupOp,
-	}
-	return a
+	return &Admin{store: st, pw: pw, dataDir: dataDir, backups: newBackupState()}
 }
 
-// Ops lists the operation names.
-func (a *Admin) Ops() []string {
-	out := make([]string, 0, len(a.ops))
-	for k := range a.ops {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+// Each admin operation is a request type (adminops.go lists them) that knows its name
+// on the admin socket and the type of its answers. Most answer one value; those that
+// report progress answer a series (NDJSON on the socket, one line each). A download
+// (a backup) answers bytes instead.
+
+// AdminOp is the request of an operation whose answers are Resp values.
+type AdminOp[Resp any] interface {
+	// OpName names the operation on the admin socket: POST /ops/<name>.
+	OpName() string
+	// run carries the operation out, handing each answer to answer in turn.
+	run(ctx context.Context, a *Admin, answer func(Resp) error) error
 }
 
-// Do runs the named operation with JSON arguments.
-func (a *Admin) Do(ctx context.Context, op string, args json.RawMessage) (any, error) {
-	fn, ok := a.ops[op]
-	if !ok {
-		return nil, fmt.Errorf("%w: unknown admin operation %q", store.ErrNotFound, op)
+// AdminDownload is the request of an operation whose answer is a byte stream.
+type AdminDownload interface {
+	OpName() string
+	// MediaType is the stream's Content-Type on the admin socket.
+	MediaType() string
+	// start reserves what the download needs: an error here is the whole answer.
+	// write then sends it, and must be called once.
+	start(ctx context.Context, a *Admin) (write func(io.Writer) error, err error)
+}
+
+// RunAdmin carries op out in this process, handing each answer to answer.
+func RunAdmin[Resp any](ctx context.Context, a *Admin, op AdminOp[Resp], answer func(Resp) error) error {
+	return op.run(ctx, a, answer)
+}
+
+// RunAdminDownload carries op out in this process, writing its stream to w.
+func RunAdminDownload(ctx context.Context, a *Admin, op AdminDownload, w io.Writer) error {
+	write, err := op.start(ctx, a)
+	if err != nil {
+		return err
 	}
-	return fn(ctx, args)
+	return write(w)
 }
 
 // decodeArgs reads an operation's JSON arguments; malformed ones are invalid input.
-func decodeArgs(raw json.RawMessage, dst any) error {
+func decodeArgs(raw []byte, dst any) error {
 	if err := json.Unmarshal(raw, dst); err != nil {
 		return fmt.Errorf("%w: arguments: %v", store.ErrInvalid, err)
 	}
 	return nil
-}
-
-// CreateUserArgs are the arguments of "users.create".
-type CreateUserArgs struct {
-	Username  string `json:"username"`
-	Password  string `json:"password"`
-	FirstName string `json:"first_name"`
-	LastName  string `json:"last_name"`
-	Email     string `json:"email"`
-	SiteAdmin bool   `json:"site_admin"`
-}
-
-func (a *Admin) createUser(ctx context.Context, raw json.RawMessage) (any, error) {
-	var args CreateUserArgs
-	if err := decodeArgs(raw, &args); err != nil {
-		return nil, err
-	}
-	if msg := store.ValidatePassword(args.Password, args.Username); msg != "" {
-		return nil, store.Invalid("password", msg)
-	}
-	if msg := store.ValidateNewUsername(args.Username); msg != "" {
-		return nil, store.Invalid("username", msg)
-	}
-	hash, err := a.pw.Hash(ctx, args.Password)
-	if err != nil {
-		return nil, err
-	}
-	u, err := a.store.CreateUser(store.NewUser{
-		Username: args.Username, FirstName: args.FirstName, LastName: args.LastName,
-		Email: args.Email, PasswordHash: hash, SiteAdmin: args.SiteAdmin,
-	})
-	if err != nil {
-		return nil, err
-	}
-	u.PasswordHash = ""
-	return u, nil
-}
-
-// BedAddArgs are the arguments of "beds.add".
-type BedAddArgs struct {
-	Garden uint64 `json:"garden"`
-	UUID   string `json:"uuid"`
-	Name   string `json:"name"`
-}
-
-func (a *Admin) addBed(_ context.Context, raw json.RawMessage) (any, error) {
-	var args BedAddArgs
-	if err := decodeArgs(raw, &args); err != nil {
-		return nil, err
-	}
-	return a.store.CreateBed(args.Garden, args.UUID, args.Name)
-}
-
-// BedRemoveArgs are the arguments of "beds.remove".
-type BedRemoveArgs struct {
-	Garden uint64 `json:"garden"`
-	Bed    uint64 `json:"bed"`
-}
-
-func (a *Admin) removeBed(ctx context.Context, raw json.RawMessage) (any, error) {
-	var args BedRemoveArgs
-	if err := decodeArgs(raw, &args); err != nil {
-		return nil, err
-	}
-	removed, err := a.store.DeleteBed(args.Garden, args.Bed)
-	if err != nil {
-		return nil, err
-	}
-	if a.afterRemove != nil {
-		a.afterRemove(ctx, removed)
-	}
-	return struct{}{}, nil
 }

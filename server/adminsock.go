@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gardend/gardend/store"
 )
 
 // AdminSocketName is the CLI's Unix socket inside the data directory.
@@ -86,9 +88,14 @@ func (s *Server) adminHandler() http.Handler {
 			diag.ServeHTTP(w, r)
 			return
 		}
-		op, ok := strings.CutPrefix(r.URL.Path, "/ops/")
-		if !ok || r.Method != http.MethodPost {
+		name, ok := strings.CutPrefix(r.URL.Path, "/ops/")
+		op, known := adminSocketOps[name]
+		switch {
+		case !ok || r.Method != http.MethodPost:
 			s.writeError(w, r, notFound("admin socket: POST /ops/<operation>"))
+			return
+		case !known:
+			s.writeError(w, r, fmt.Errorf("%w: unknown admin operation %q", store.ErrNotFound, name))
 			return
 		}
 		args, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
@@ -99,18 +106,109 @@ func (s *Server) adminHandler() http.Handler {
 		if len(args) == 0 {
 			args = []byte("{}")
 		}
-		res, err := s.admin.Do(r.Context(), op, args)
+		op(s, w, r, args)
+	}))
+}
+
+// AdminErrorTrailer carries, on the admin socket, a failure that happened after the
+// 200 and part of the answer (a download, or answers of a series) were sent.
+const AdminErrorTrailer = "Gardend-Admin-Error"
+
+// socketOp serves one operation on the admin socket, its JSON arguments read.
+type socketOp func(s *Server, w http.ResponseWriter, r *http.Request, args []byte)
+
+// adminSocketOps are the operations the admin socket serves, by name.
+var adminSocketOps = socketOps(
+	valueOp[UsersCreate](), valueOp[BedsAdd](), valueOp[BedsRemove](),
+	valueOp[InspectUsers](), valueOp[InspectTokens](), valueOp[InspectStats](),
+	valueOp[InspectCompanies](), valueOp[InspectGardens](), valueOp[InspectPermissions](),
+	valueOp[InspectBeds](), valueOp[InspectQueue](),
+	valueOp[PointCloudsSync](), downloadOp[BackupCreate](),
+)
+
+type namedOp struct {
+	name  string
+	serve socketOp
+}
+
+func socketOps(ops ...namedOp) map[string]socketOp {
+	m := make(map[string]socketOp, len(ops))
+	for _, op := range ops {
+		m[op.name] = op.serve
+	}
+	return m
+}
+
+// valueOp serves an operation that answers Resp values: NDJSON, one line per answer,
+// each flushed as it is ready. A failure before the first answer is a problem
+// answer; after it, a trailer.
+func valueOp[Req AdminOp[Resp], Resp any]() namedOp {
+	var zero Req
+	return namedOp{name: zero.OpName(), serve: func(s *Server, w http.ResponseWriter, r *http.Request, args []byte) {
+		var op Req
+		if err := decodeArgs(args, &op); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		rc := http.NewResponseController(w)
+		answered := false
+		var line []byte
+		err := op.run(r.Context(), s.admin, func(v Resp) (err error) {
+			if line, err = appendJSONLine(line[:0], v); err != nil {
+				return err
+			}
+			if !answered {
+				answered = true
+				w.Header().Set("Content-Type", "application/x-ndjson")
+				w.WriteHeader(http.StatusOK)
+			}
+			if _, err := w.Write(line); err != nil {
+				return err
+			}
+			return rc.Flush()
+		})
+		switch {
+		case err != nil && answered:
+			w.Header().Set(http.TrailerPrefix+AdminErrorTrailer, oneLine(err.Error()))
+		case err != nil:
+			s.writeError(w, r, err)
+		case !answered:
+			s.writeError(w, r, fmt.Errorf("admin operation %s ended without an answer", zero.OpName()))
+		}
+	}}
+}
+
+// downloadOp serves an operation that answers a byte stream.
+func downloadOp[Req AdminDownload]() namedOp {
+	var zero Req
+	return namedOp{name: zero.OpName(), serve: func(s *Server, w http.ResponseWriter, r *http.Request, args []byte) {
+		var op Req
+		if err := decodeArgs(args, &op); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		write, err := op.start(r.Context(), s.admin)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if h, ok := res.(StreamResult); ok {
-			h(w)
-			return
-		}
-		s.writeJSON(w, r, http.StatusOK, res)
-	}))
+		w.Header().Set("Content-Type", op.MediaType())
+		sendDownload(w, op.OpName(), write)
+	}}
 }
 
-// StreamResult lets an admin operation stream its answer (a backup) instead of JSON.
-type StreamResult func(w io.Writer)
+// sendDownload writes a download's stream. Once bytes are out, a failure can only
+// travel in a trailer (the CLI also finds the stream cut short); before that, it is a
+// problem answer with its cause: the admin socket is the operator's own.
+func sendDownload(w http.ResponseWriter, name string, write func(io.Writer) error) {
+	cw := &countingWriter{w: w}
+	err := write(cw)
+	switch {
+	case err == nil:
+	case cw.n == 0:
+		w.Header().Del("Content-Type")
+		writeProblem(w, newProblem(http.StatusInternalServerError, name+" failed: "+err.Error(), nil))
+	default:
+		w.Header().Set(http.TrailerPrefix+AdminErrorTrailer, oneLine(err.Error()))
+	}
+}

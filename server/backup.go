@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,19 +12,13 @@ import (
 	"strings"
 
 	"github.com/gardend/gardend/server/backup"
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/store"
 )
 
-const (
-	// BackupOp is the admin operation that streams a backup archive.
-	BackupOp = "backup.create"
-	// BackupErrorTrailer carries, on the admin socket, a failure that happened after
-	// the 200 and part of the archive were sent.
-	BackupErrorTrailer = "Gardend-Backup-Error"
-	// maxConcurrentBackups: each running backup spools a copy of the database into
-	// the data directory, so a burst of requests must not fill the disk.
-	maxConcurrentBackups = 2
-)
+// maxConcurrentBackups: each running backup spools a copy of the database into the
+// data directory, so a burst of requests must not fill the disk.
+const maxConcurrentBackups = 2
 
 // backupState is the Admin's share of backups, shared by the admin socket and
 // GET /admin/backup.
@@ -78,7 +71,7 @@ func (a *Admin) backupSource(ctx context.Context) backup.Source {
 		return src
 	}
 	src.Database, src.DatabaseFormat, src.SchemaVersion = RecordsName, backup.DatabaseArchive, store.ArchiveFormat
-	src.Only = []string{PointCloudDirName, DataIDFile}
+	src.Only = []string{pointcloud.DirName, DataIDFile}
 	src.Snapshot = func(w io.Writer) (int64, error) {
 		cw := &countingWriter{w: w}
 		err := a.store.Export(ctx, cw)
@@ -117,40 +110,22 @@ func imageEntries(ctx context.Context, records string, content store.ImageConten
 	return out, err
 }
 
-// backupOp streams an archive to the CLI: over the admin socket, or in-process into a
-// writer that has CloseWithError (an *io.PipeWriter or the CLI's sink).
-func (a *Admin) backupOp(ctx context.Context, _ json.RawMessage) (any, error) {
+// BackupCreate streams a backup archive ("backup.create").
+type BackupCreate struct{}
+
+func (BackupCreate) OpName() string    { return "backup.create" }
+func (BackupCreate) MediaType() string { return "application/x-tar" }
+
+func (BackupCreate) start(ctx context.Context, a *Admin) (func(io.Writer) error, error) {
 	run, err := a.startBackup(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return StreamResult(func(w io.Writer) {
-		rw, isHTTP := w.(http.ResponseWriter)
-		if isHTTP {
-			rw.Header().Set("Content-Type", "application/x-tar")
-		}
+	return func(w io.Writer) error {
 		// Files left out are listed in the manifest, which the CLI reads back.
-		cw := &countingWriter{w: w}
-		if _, err := run(cw); err != nil {
-			failStream(w, cw.n, err)
-		}
-	}), nil
-}
-
-// failStream reports a failed stream the only way left once bytes are out: a trailer
-// on HTTP (the CLI also finds the archive incomplete), CloseWithError in-process.
-func failStream(w io.Writer, written int64, err error) {
-	switch w := w.(type) {
-	case interface{ CloseWithError(error) error }:
-		w.CloseWithError(err)
-	case http.ResponseWriter:
-		if written == 0 {
-			// The admin socket is the operator's own: the cause helps more than a request id.
-			writeProblem(w, newProblem(http.StatusInternalServerError, "backup failed: "+err.Error(), nil))
-			return
-		}
-		w.Header().Set(http.TrailerPrefix+BackupErrorTrailer, oneLine(err.Error()))
-	}
+		_, err := run(w)
+		return err
+	}, nil
 }
 
 func (s *Server) backupRoutes() []route {

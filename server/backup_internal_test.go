@@ -36,56 +36,50 @@ func newTestAdmin(t *testing.T) *Admin {
 	return NewAdmin(st, store.NewPasswords(store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}, 1), dir)
 }
 
-func stream(t *testing.T, a *Admin) StreamResult {
+// download starts a backup and returns its writer.
+func download(t *testing.T, a *Admin) func(io.Writer) error {
 	t.Helper()
-	res, err := a.Do(context.Background(), BackupOp, []byte("{}"))
+	write, err := BackupCreate{}.start(context.Background(), a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(StreamResult)
+	return write
 }
 
-// Once bytes are out, a failure can only travel in a trailer (the admin socket) or
-// through CloseWithError (in-process); before that, it is a plain problem answer.
+// Once bytes are out, a failure can only travel in a trailer on the admin socket; in
+// process it is returned; before the first byte, it is a plain problem answer.
 func TestBackupStreamReportsFailures(t *testing.T) {
 	a := newTestAdmin(t)
 
 	rec := &failAfter{ResponseRecorder: httptest.NewRecorder(), n: 1000}
-	stream(t, a)(rec)
-	if got := rec.Result().Trailer.Get(BackupErrorTrailer); !strings.Contains(got, "connection reset") {
+	sendDownload(rec, "backup.create", download(t, a))
+	if got := rec.Result().Trailer.Get(AdminErrorTrailer); !strings.Contains(got, "connection reset") {
 		t.Fatalf("trailer %q", got)
 	}
 
-	pr, pw := io.Pipe()
-	go stream(t, a)(&failAfter2{pw: pw, n: 1000})
-	if _, err := io.ReadAll(pr); err == nil || !strings.Contains(err.Error(), "broken") {
-		t.Fatalf("in-process reader got %v", err)
+	err := RunAdminDownload(context.Background(), a, BackupCreate{}, &brokenWriter{n: 1000})
+	if err == nil || !strings.Contains(err.Error(), "broken") {
+		t.Fatalf("in process: %v", err)
 	}
 
 	a.store.Close() // the snapshot fails before the first byte
 	rec2 := httptest.NewRecorder()
-	stream(t, a)(rec2)
-	if rec2.Code != http.StatusInternalServerError || !strings.Contains(rec2.Body.String(), "backup failed") {
+	sendDownload(rec2, "backup.create", download(t, a))
+	if rec2.Code != http.StatusInternalServerError || !strings.Contains(rec2.Body.String(), "backup.create failed") {
 		t.Fatalf("got %d %s", rec2.Code, rec2.Body.String())
 	}
 }
 
-// failAfter2 passes n bytes to a pipe, then fails; the stream must close the pipe
-// with its error so the reader sees it.
-type failAfter2 struct {
-	pw *io.PipeWriter
-	n  int
-}
+// brokenWriter takes n bytes, then fails.
+type brokenWriter struct{ n int }
 
-func (f *failAfter2) Write(b []byte) (int, error) {
+func (f *brokenWriter) Write(b []byte) (int, error) {
 	if len(b) > f.n {
 		return 0, errors.New("broken")
 	}
 	f.n -= len(b)
-	return f.pw.Write(b)
+	return len(b), nil
 }
-
-func (f *failAfter2) CloseWithError(err error) error { return f.pw.CloseWithError(err) }
 
 func TestBackupSlotsAreLimited(t *testing.T) {
 	a := newTestAdmin(t)

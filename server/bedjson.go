@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
 )
@@ -61,8 +62,8 @@ type plantJSON struct {
 	Yield       *float64      `json:"yield,omitempty"`
 	Health      []healthJSON  `json:"health,omitempty"`
 	PlantCoords *store.LatLon `json:"plant_coords,omitempty"`
-	// PointCloud is where the plant's point cloud stands (plantstatus.go).
-	PointCloud string `json:"pointcloud,omitempty"`
+	// PointCloud is where the plant's point cloud stands.
+	PointCloud pointcloud.Status `json:"pointcloud,omitempty"`
 	compatPlant
 }
 
@@ -133,51 +134,6 @@ func newPlantJSON(bedID uint64, p spatial.Plant, coord *store.LatLon, now time.T
 	out.Harvest, out.Health = summaryFields(sum)
 	out.BedIDCompat, out.SoilHumidity = bedID, sum.SoilHumidity
 	return out
-}
-
-// plantCoords reads the stored positions of a bed's plants (one read transaction) and
-// returns them by plant index (nil where unknown), with the downloads to queue for
-// plants whose position is missing or stale. A stale position (computed from another
-// transform, frame or origin than the server reports now) is not served: it is as
-// unknown until recomputed, which from the kept PLY file takes milliseconds. Requests
-// queue only what NeedsJob allows; force (pointclouds sync) queues every plant
-// without a fresh position.
-func (p *cloudPool) plantCoords(b spatial.Bed, force bool) ([]*store.LatLon, []store.CloudJob, error) {
-	state, err := p.store.CloudState(b.ProjectUUID)
-	if err != nil {
-		return nil, nil, err
-	}
-	now := p.now()
-	coords := make([]*store.LatLon, len(b.Plants))
-	var jobs []store.CloudJob
-	for i, pl := range b.Plants {
-		in, ok := cloudInputsOf(b, pl)
-		if !ok {
-			continue
-		}
-		if pos, fresh := state.Fresh(pl.Cloud.UUID, in); fresh {
-			coords[i] = pos.Position
-			continue
-		}
-		if force || state.NeedsJob(pl.Cloud.UUID, in, now, p.cfg.Rearm) {
-			jobs = append(jobs, store.CloudJob{Project: b.ProjectUUID, Cloud: pl.Cloud.UUID, CloudInputs: in})
-		}
-	}
-	return coords, jobs, nil
-}
-
-// cloudInputsOf is what p's position is computed from; ok is false when p has no cloud
-// or no cloud could give it a position (no transform for its frame, a bad transform
-// or origin, or a cloud uuid unfit for a file name).
-func cloudInputsOf(b spatial.Bed, p spatial.Plant) (store.CloudInputs, bool) {
-	c := p.Cloud
-	if c == nil {
-		return store.CloudInputs{}, false
-	}
-	if err := spatial.CheckPositionInputs(c.FrameID, c.Transform, b.Origin); err != nil || !store.ValidUUID(c.UUID) {
-		return store.CloudInputs{}, false
-	}
-	return store.CloudInputs{Frame: c.FrameID, Transform: storeTransform(c.Transform), Origin: store.LatLon(b.Origin)}, true
 }
 
 // baseURL is the scheme and host the client used, for absolute URLs. Behind a trusted

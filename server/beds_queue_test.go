@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial/demo"
 )
 
@@ -147,7 +148,7 @@ func TestDeleteRemovesCloudData(t *testing.T) {
 	ss.g.streamBeds(ss.garden, ss.token)
 	ss.g.waitClouds()
 	cloudDir := func(project string) string {
-		return filepath.Join(ss.g.cfg.DataDir, server.PointCloudDirName, project)
+		return filepath.Join(ss.g.cfg.DataDir, pointcloud.DirName, project)
 	}
 	positions := func(project string) int {
 		st, err := ss.g.srv.Store().CloudState(project)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/spatial/cloud"
 	"github.com/gardend/gardend/spatial/demo"
@@ -106,7 +107,7 @@ func TestBedsStreamMatchesDataset(t *testing.T) {
 				continue
 			}
 			fetched++
-			path := filepath.Join(ss.g.cfg.DataDir, server.PointCloudDirName, b.ProjectUUID, p.Cloud.UUID+".ply")
+			path := filepath.Join(ss.g.cfg.DataDir, pointcloud.DirName, b.ProjectUUID, p.Cloud.UUID+".ply")
 			f, err := os.Open(path)
 			if err != nil {
 				t.Fatal(err)

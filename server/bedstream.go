@@ -44,7 +44,7 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 		uuids[i] = b.UUID
 	}
 	var jobs []store.CloudJob
-	defer func() { s.clouds.enqueue(jobs) }()
+	defer func() { s.clouds.Enqueue(jobs) }()
 	now := s.cfg.Now()
 	var line []byte
 	written := 0
@@ -54,7 +54,7 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 		v := bedJSON{ID: b.ID, Plants: url}
 		if res.Err != nil {
 			v.Error = s.bedErrorText(r, b.ID, res.Err)
-		} else if coords, bedJobs, err := s.clouds.plantCoords(res.Bed, false); err != nil {
+		} else if coords, bedJobs, err := s.clouds.Coords(res.Bed, false); err != nil {
 			s.log.Error().Err(err).Str("request_id", requestID(r)).Uint64("bed_id", b.ID).Msg("read plant positions")
 			v.Error = "could not read the stored plant positions; the server log has the details"
 		} else {

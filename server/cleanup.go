@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gardend/gardend/imagestore"
+	"github.com/gardend/gardend/server/atomicfile"
+	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/store"
 )
 
@@ -75,7 +77,7 @@ func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
 	case !created:
 		return false, fmt.Sprintf("%s is missing: the database never claimed the files beside it; if they are its own, write %s into %s", DataIDFile, id, path), nil
 	}
-	if err := writeFileSynced(path, []byte(id+"\n")); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(id+"\n"), atomicfile.Options{}); err != nil {
 		return false, "", err
 	}
 	return true, "", nil
@@ -84,47 +86,13 @@ func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
 // countDataFiles counts the regular files under images/ and pointclouds/.
 func (s *Server) countDataFiles() int {
 	n := 0
-	for _, sub := range []string{ImageDirName, PointCloudDirName} {
-		filepath.WalkDir(filepath.Join(s.cfg.DataDir, sub), func(_ string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
-				n++
-			}
-			return nil
-		})
-	}
-	return n
-}
-
-// writeFileSynced replaces path with data through a synced temporary file and a
-// rename, then syncs the directory: after a crash path holds all of data or its old
-// content.
-func writeFileSynced(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	filepath.WalkDir(filepath.Join(s.cfg.DataDir, ImageDirName), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	return n + s.cloudFiles.Count()
 }
 
 // afterRemove cleans up outside the database once a deletion (or an image
@@ -139,9 +107,8 @@ func (s *Server) afterRemove(ctx context.Context, removed store.Removed) {
 			s.log.Error().Err(err).Str("image_path", rel).Msg("remove image; the next sweep deletes it")
 		}
 	}
-	dir := filepath.Join(s.cfg.DataDir, PointCloudDirName)
 	for _, project := range removed.BedUUIDs {
-		if err := removeProjectClouds(dir, project); err != nil {
+		if err := s.cloudFiles.RemoveProject(project); err != nil {
 			s.log.Error().Err(err).Str("project", project).Msg("remove point-cloud files; the next start-up sweep deletes them")
 		}
 	}
@@ -208,4 +175,21 @@ func openImages(dataDir string, shared store.Shared) (*imagestore.Store, store.I
 		return nil, nil, err
 	}
 	return dir, imageFiles{dir: dir}, nil
+}
+
+// sweepPointClouds deletes the point-cloud files no bed or queued download refers to
+// (pointcloud.Files.Sweep), unless a restore is pending in the data directory: the
+// files may be the restore's to move.
+func (s *Server) sweepPointClouds() error {
+	// The cli opens a bbolt store only when no restore is pending (cli.openStore);
+	// this guards against one begun since.
+	if in, err := backup.Inspect(s.cfg.DataDir); err != nil || in != nil {
+		s.log.Warn().Err(err).Msg("a restore is pending in the data directory; point-cloud files are not swept")
+		return nil
+	}
+	orphans, err := s.cloudFiles.Sweep(s.store)
+	if len(orphans) > 0 {
+		s.log.Info().Strs("projects", orphans).Msg("swept point clouds of projects no bed refers to")
+	}
+	return err
 }

@@ -69,9 +69,9 @@ func fieldNewServer(t testing.TB, clock *fieldClock, edit func(*server.Config)) 
 // fieldCreateUser creates a normal user through the admin operation the CLI uses.
 func fieldCreateUser(t testing.TB, srv *server.Server, username, password string) {
 	t.Helper()
-	args, _ := json.Marshal(server.CreateUserArgs{Username: username, Password: password, FirstName: "F", LastName: "L"})
 	admin := server.NewAdmin(srv.Store(), store.NewPasswords(fieldArgon2, 1), t.TempDir())
-	if _, err := admin.Do(context.Background(), "users.create", args); err != nil {
+	op := server.UsersCreate{Username: username, Password: password, FirstName: "F", LastName: "L"}
+	if err := server.RunAdmin(context.Background(), admin, op, func(store.User) error { return nil }); err != nil {
 		t.Fatalf("create user %s: %v", username, err)
 	}
 }

@@ -44,9 +44,9 @@ func newFlood(tb testing.TB, edit func(*server.Config)) *flood {
 		}
 	})
 	f := &flood{tb: tb, srv: srv, username: "farmer", password: "office-8am-login"}
-	args, _ := json.Marshal(server.CreateUserArgs{Username: f.username, Password: f.password, FirstName: "F", LastName: "L"})
 	admin := server.NewAdmin(srv.Store(), store.NewPasswords(store.DefaultArgon2, 1), tb.TempDir())
-	if _, err := admin.Do(context.Background(), "users.create", args); err != nil {
+	op := server.UsersCreate{Username: f.username, Password: f.password, FirstName: "F", LastName: "L"}
+	if err := server.RunAdmin(context.Background(), admin, op, func(store.User) error { return nil }); err != nil {
 		tb.Fatal(err)
 	}
 	f.base = "http://" + fieldRun(tb, srv)

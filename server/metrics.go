@@ -40,7 +40,7 @@ func (s *Server) metricSources() metrics.Sources {
 	if s.clouds != nil {
 		src.CloudQueue = func() (pending, failed, inFlight int, err error) {
 			pending, failed, err = s.store.CloudQueueCounts()
-			return pending, failed, s.clouds.inHand(), err
+			return pending, failed, s.clouds.InHand(), err
 		}
 	}
 	return src

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial/demo"
 )
 
 // plyFiles counts the PLY files under a data directory's pointclouds/ and their bytes.
 func plyFiles(t *testing.T, dataDir string) (n int, bytes int64) {
 	t.Helper()
-	filepath.WalkDir(filepath.Join(dataDir, server.PointCloudDirName), func(path string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(filepath.Join(dataDir, pointcloud.DirName), func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			info, _ := d.Info()
 			n++

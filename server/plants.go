@@ -2,6 +2,8 @@ package server
 
 import (
 	"net/http"
+
+	"github.com/gardend/gardend/server/pointcloud"
 )
 
 // handleListPlants answers {"plants": [...]} for one bed, per plant, in plant-name
@@ -25,17 +27,17 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	coords, jobs, err := s.clouds.plantCoords(bed, false)
+	coords, jobs, err := s.clouds.Coords(bed, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.clouds.enqueue(jobs)
+	s.clouds.Enqueue(jobs)
 	now := s.cfg.Now()
 	out := struct {
 		Plants []plantJSON `json:"plants"`
 	}{Plants: make([]plantJSON, len(bed.Plants))}
-	status := cloudStatuses(bed, before, coords, jobs)
+	status := pointcloud.Statuses(bed, before, coords, jobs)
 	for i, p := range bed.Plants {
 		out.Plants[i] = newPlantJSON(b.ID, p, coords[i], now)
 		out.Plants[i].PointCloud = status[i]

@@ -3,14 +3,11 @@ package server
 import (
 	"math"
 	"net/http"
-	"os"
 	"strconv"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gardend/gardend/spatial"
-	"github.com/gardend/gardend/spatial/cloud"
 )
 
 // The 3D scene of a bed, as the original PlantMap client asks for it
@@ -79,12 +76,12 @@ func (s *Server) handleScene(w http.ResponseWriter, r *http.Request) {
 	}
 	// Clouds not downloaded yet are queued as for the plants listing; they join the
 	// scene once kept.
-	_, jobs, err := s.clouds.plantCoords(bed, false)
+	_, jobs, err := s.clouds.Coords(bed, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.clouds.enqueue(jobs)
+	s.clouds.Enqueue(jobs)
 	now := s.cfg.Now()
 	base := s.baseURL(r)
 	out := sceneJSON{Plants: []scenePlant{}}
@@ -93,7 +90,7 @@ func (s *Server) handleScene(w http.ResponseWriter, r *http.Request) {
 		if p.Cloud == nil {
 			continue
 		}
-		mean, ok := s.sceneCentres.centre(s.clouds.dir, bed.ProjectUUID, p.Cloud.UUID)
+		mean, ok := s.cloudFiles.Centre(bed.ProjectUUID, p.Cloud.UUID)
 		if !ok {
 			continue
 		}
@@ -142,51 +139,4 @@ func newScenePlant(bedID uint64, p spatial.Plant, mean [3]float64, url string, n
 func newScenePosition(v [3]float64) scenePosition {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 	return scenePosition{X: f(v[0]), Y: f(v[1]), Z: f(v[2])}
-}
-
-// centreCache keeps the mean point of kept clouds, by file and its size and time, so a
-// scene reads each cloud once rather than on every request.
-type centreCache struct {
-	mu sync.Mutex
-	m  map[string]centreEntry
-}
-
-type centreEntry struct {
-	size    int64
-	modTime time.Time
-	mean    [3]float64
-	ok      bool
-}
-
-const centreCacheMax = 8192
-
-// centre returns the mean of the kept cloud's finite points; ok is false when the
-// cloud is not kept or has no such point.
-func (c *centreCache) centre(dir, project, cloudUUID string) (mean [3]float64, ok bool) {
-	path, err := plyPath(dir, project, cloudUUID)
-	if err != nil {
-		return mean, false
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return mean, false
-	}
-	c.mu.Lock()
-	e, hit := c.m[path]
-	c.mu.Unlock()
-	if hit && e.size == st.Size() && e.modTime.Equal(st.ModTime()) {
-		return e.mean, e.ok
-	}
-	e = centreEntry{size: st.Size(), modTime: st.ModTime()}
-	if pc, _, err := readPLYFile(path); err == nil {
-		e.mean, _, err = cloud.MeanXYZ(pc)
-		e.ok = err == nil
-	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= centreCacheMax {
-		c.m = map[string]centreEntry{}
-	}
-	c.m[path] = e
-	c.mu.Unlock()
-	return e.mean, e.ok
 }

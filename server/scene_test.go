@@ -18,6 +18,7 @@ import (
 
 	"github.com/gardend/gardend/server"
 	"github.com/gardend/gardend/server/backup"
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/spatial/cloud"
 	"github.com/gardend/gardend/spatial/demo"
@@ -126,7 +127,7 @@ func TestSceneAndSignedPLY(t *testing.T) {
 	for _, p := range want.Plants {
 		byName[p.Name] = p
 		if p.Cloud != nil {
-			if _, err := os.Stat(filepath.Join(dataDir, server.PointCloudDirName, bed.ProjectUUID, p.Cloud.UUID+".ply")); err == nil {
+			if _, err := os.Stat(filepath.Join(dataDir, pointcloud.DirName, bed.ProjectUUID, p.Cloud.UUID+".ply")); err == nil {
 				kept++
 			}
 		}
@@ -182,7 +183,7 @@ func TestSceneAndSignedPLY(t *testing.T) {
 
 		// The cloud through its signed URL, without a token, from another origin.
 		res, body := fetch(t, sp.URL, "Origin", "http://old-client.example")
-		if res.StatusCode != 200 || res.Header.Get("Content-Type") != server.ContentTypePLY || res.Header.Get("Access-Control-Allow-Origin") != "*" {
+		if res.StatusCode != 200 || res.Header.Get("Content-Type") != pointcloud.ContentType || res.Header.Get("Access-Control-Allow-Origin") != "*" {
 			t.Fatalf("%s: %d %q %q: %s", sp.URL, res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Access-Control-Allow-Origin"), body)
 		}
 		pc, err := cloud.ReadPLY(bytes.NewReader(body))

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/gardend/gardend/imagestore"
 	"github.com/gardend/gardend/server/metrics"
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
 )
@@ -66,7 +68,7 @@ type Config struct {
 	// Demo) the beds and plants endpoints answer 503.
 	Spatial spatial.ClientConfig
 	// Clouds tunes the background point-cloud downloads.
-	Clouds CloudConfig
+	Clouds pointcloud.Config
 	// SignedURLTTL is how long the signed URLs of the 3D scene work; default
 	// DefaultSignedURLTTL.
 	SignedURLTTL time.Duration
@@ -127,6 +129,9 @@ const (
 	// DefaultMaxBedsPerGarden: far above a farm's beds (the seed has 6), far below the
 	// thousands of made-up beds that let one tenant slow every other's listings.
 	DefaultMaxBedsPerGarden = 500
+	// DefaultShutdownTimeout: long enough for a beds stream of a large garden to end.
+	DefaultShutdownTimeout = 15 * time.Second
+	DefaultSweepInterval   = 10 * time.Minute
 )
 
 func (c *Config) setDefaults() {
@@ -143,10 +148,10 @@ func (c *Config) setDefaults() {
 		c.MaxImageBytes = DefaultMaxImageBytes
 	}
 	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = 15 * time.Second
+		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.SweepInterval <= 0 {
-		c.SweepInterval = 10 * time.Minute
+		c.SweepInterval = DefaultSweepInterval
 	}
 	if c.Argon2 == (store.Argon2Params{}) {
 		c.Argon2 = store.DefaultArgon2
@@ -166,7 +171,13 @@ func (c *Config) setDefaults() {
 	if c.MaxBedsPerGarden == 0 {
 		c.MaxBedsPerGarden = DefaultMaxBedsPerGarden
 	}
-	c.Clouds.setDefaults()
+	if c.Clouds.Node == "" && c.DataDir != "" {
+		// Nodes on one database must have names of their own, stable across restarts:
+		// two on one host differ in their data directories.
+		dir, _ := filepath.Abs(c.DataDir)
+		c.Clouds.Node = pointcloud.DefaultNode() + ":" + dir
+	}
+	c.Clouds = c.Clouds.WithDefaults()
 	c.setFieldDefaults()
 	c.setRegistrationDefaults()
 }
@@ -198,13 +209,14 @@ type Server struct {
 	logins        *loginLimits
 	registrations *registrationLimits
 	tlsConfig     *tls.Config
-	// spatial and clouds are nil without a spatial data server.
-	spatial *spatial.Client
-	clouds  *cloudPool
-	demo    *demoSpatial
-	// signer signs the URLs of kept point clouds; sceneCentres caches their centres.
-	signer       urlSigner
-	sceneCentres centreCache
+	// spatial and clouds are nil without a spatial data server; cloudFiles are the
+	// kept point clouds.
+	spatial    *spatial.Client
+	clouds     *pointcloud.Pool
+	cloudFiles *pointcloud.Files
+	demo       *demoSpatial
+	// signer signs the URLs of kept point clouds.
+	signer urlSigner
 	// demoGarden is the demo garden's path, set by Run before Ready.
 	demoGarden string
 
@@ -289,6 +301,8 @@ func newServer(cfg Config) (*Server, error) {
 		registrations: newRegistrationLimits(cfg),
 		tlsConfig:     tlsConfig,
 		signer:        urlSigner{key: urlKey, now: cfg.Now, ttl: cfg.SignedURLTTL},
+
+		cloudFiles: pointcloud.NewFiles(cfg.DataDir, cfg.Clouds.MaxBytes, cfg.Logger),
 	}
 	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
@@ -367,7 +381,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	bg.Go(func() { s.sweepTokens(ctx) })
 	if s.clouds != nil {
-		bg.Go(func() { s.clouds.run(ctx) })
+		bg.Go(func() { s.clouds.Run(ctx) })
 	}
 	if s.spatial != nil {
 		bg.Go(func() { s.probeSpatial(ctx) })

@@ -3,22 +3,17 @@ package server
 import (
 	"bytes"
 	"errors"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial/cloud"
 	"github.com/gardend/gardend/store"
 )
-
-// ContentTypePLY is sent with point clouds as PLY files (no type is registered).
-const ContentTypePLY = "application/x-ply"
 
 // maxViewerPLYBytes bounds the kept files that are re-encoded for viewers (read whole
 // into memory, NaN points dropped); a larger one is sent as it is kept.
@@ -26,13 +21,13 @@ const maxViewerPLYBytes = 64 << 20
 
 // signedPLYPath is the path a kept cloud is served at through a signed URL.
 func signedPLYPath(project, cloudUUID string) string {
-	return "/" + PointCloudDirName + "/" + project + "/" + cloudUUID + ".ply"
+	return "/" + pointcloud.DirName + "/" + project + "/" + cloudUUID + ".ply"
 }
 
 // signedPLYRoutes need no token: the URL's signature is the permission.
 func (s *Server) signedPLYRoutes() []route {
 	return []route{
-		{method: "GET", path: "/" + PointCloudDirName + "/:project/:file", handler: s.handleSignedPLY, public: true},
+		{method: "GET", path: "/" + pointcloud.DirName + "/:project/:file", handler: s.handleSignedPLY, public: true},
 	}
 }
 
@@ -58,26 +53,20 @@ func (s *Server) handleSignedPLY(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, forbidden(err.Error()))
 		return
 	}
-	path, err := plyPath(filepath.Join(s.cfg.DataDir, PointCloudDirName), project, cloudUUID)
-	if err != nil {
+	f, st, err := s.cloudFiles.Open(project, cloudUUID)
+	switch {
+	case errors.Is(err, store.ErrInvalid):
 		s.writeError(w, r, notFound("no point cloud at "+r.URL.Path))
 		return
-	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	case errors.Is(err, pointcloud.ErrNotKept):
 		s.writeError(w, r, notFound("the point cloud "+cloudUUID+" of project "+project+" is not kept on this server (any more)"))
 		return
-	} else if err != nil {
+	case err != nil:
 		s.writeError(w, r, err)
 		return
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	h.Set("Content-Type", ContentTypePLY)
+	h.Set("Content-Type", pointcloud.ContentType)
 	h.Set("Cache-Control", "private, max-age="+strconv.FormatInt(max(0, int64(expires.Sub(s.cfg.Now())/time.Second)), 10))
 	if st.Size() > maxViewerPLYBytes {
 		http.ServeContent(w, r, "", st.ModTime(), f)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gardend/gardend/server/atomicfile"
 	"github.com/gardend/gardend/store"
 )
 
@@ -87,40 +88,11 @@ func loadSigningKeyFile(dataDir string) ([]byte, error) {
 	}
 	key = make([]byte, signingKeySize)
 	rand.Read(key) // never fails: crypto/rand crashes the program instead
-	f, err := os.CreateTemp(dataDir, signingKeyTempPrefix+"*")
-	if err != nil {
-		return nil, fmt.Errorf("create the URL-signing key: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op after the rename
-	// CreateTemp makes the file 0600 already; the key never exists with wider access.
-	if _, err := f.Write(key); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("write the URL-signing key: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("write the URL-signing key: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("write the URL-signing key: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, fmt.Errorf("create the URL-signing key: %w", err)
-	}
-	if err := syncDirectory(dataDir); err != nil {
+	// The temporary file is 0600 already: the key never exists with wider access.
+	if err := atomicfile.WriteFile(path, key, atomicfile.Options{Pattern: signingKeyTempPrefix + "*"}); err != nil {
 		return nil, fmt.Errorf("create the URL-signing key: %w", err)
 	}
 	return key, nil
-}
-
-func syncDirectory(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // urlSigner signs and checks paths with the server's key and clock.

@@ -5,59 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"time"
 
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/spatial/demo"
-	"github.com/gardend/gardend/store"
 )
 
 // errNoSpatial: the beds and plants endpoints need a spatial data server and none is
 // configured.
 var errNoSpatial = errors.New("no spatial data server configured")
-
-// CloudConfig tunes the background point-cloud downloads. Zero values take defaults.
-type CloudConfig struct {
-	// Workers is the number of downloads at once. Default 2: clouds are large and the
-	// uplink may be thin; requests never wait for them.
-	Workers int
-	// Retry is the backoff of failed downloads. Default: 8 attempts, 2 s doubling up
-	// to 10 min (about 8.5 min from the first failure to giving up).
-	Retry store.RetryPolicy
-	// Rearm is how long a download that ran out of attempts stays failed before a
-	// request for its bed queues it again. Default 1 h.
-	Rearm time.Duration
-	// MaxBytes bounds the PLY files kept under pointclouds/; the least recently used
-	// are deleted beyond it (positions stay). 0: no limit.
-	MaxBytes int64
-}
-
-// Defaults of CloudConfig.
-const (
-	DefaultCloudWorkers = 2
-	defaultCloudRearm   = time.Hour
-)
-
-var defaultRetry = store.RetryPolicy{MaxAttempts: 8, Backoff: 2 * time.Second, MaxBackoff: 10 * time.Minute}
-
-func (c *CloudConfig) setDefaults() {
-	if c.Workers <= 0 {
-		c.Workers = DefaultCloudWorkers
-	}
-	if c.Retry.MaxAttempts <= 0 {
-		c.Retry.MaxAttempts = defaultRetry.MaxAttempts
-	}
-	if c.Retry.Backoff <= 0 {
-		c.Retry.Backoff = defaultRetry.Backoff
-	}
-	if c.Retry.MaxBackoff < c.Retry.Backoff {
-		c.Retry.MaxBackoff = max(defaultRetry.MaxBackoff, c.Retry.Backoff)
-	}
-	if c.Rearm <= 0 {
-		c.Rearm = defaultCloudRearm
-	}
-}
 
 // demoSpatial is the in-process demo spatial server of Config.Demo.
 type demoSpatial struct {
@@ -91,7 +48,7 @@ func (s *Server) openSpatial() error {
 	}
 	s.log.Info().Str("spatial", c.Addr()).Bool("tls", s.cfg.Spatial.TLS).Msg("spatial data server")
 	s.spatial = c
-	s.clouds = newCloudPool(s.store, c, filepath.Join(s.cfg.DataDir, PointCloudDirName), s.cfg.Clouds, s.cfg.Now, s.log)
+	s.clouds = pointcloud.NewPool(s.store, c, s.cloudFiles, s.cfg.Clouds, s.cfg.Now, s.log)
 	return nil
 }
 
@@ -118,7 +75,7 @@ func (s *Server) WaitCloudsIdle(ctx context.Context) error {
 	if s.clouds == nil {
 		return errNoSpatial
 	}
-	return s.clouds.waitIdle(ctx)
+	return s.clouds.WaitIdle(ctx)
 }
 
 // spatialProbeTimeout bounds the start-up check that the spatial server can be reached.

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial/demo"
 	"github.com/gardend/gardend/store"
 )
@@ -189,10 +190,10 @@ func TestPlantPointCloud(t *testing.T) {
 	res := g.get(context.Background(), url, ss.token)
 	data, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != 200 || res.Header.Get("Content-Type") != server.PLYContentType {
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != pointcloud.ContentType {
 		t.Fatalf("after the download: %d %s %s", res.StatusCode, res.Header.Get("Content-Type"), data)
 	}
-	kept, err := os.ReadFile(filepath.Join(g.cfg.DataDir, server.PointCloudDirName, bed.ProjectUUID, p.Cloud.UUID+".ply"))
+	kept, err := os.ReadFile(filepath.Join(g.cfg.DataDir, pointcloud.DirName, bed.ProjectUUID, p.Cloud.UUID+".ply"))
 	if err != nil || string(kept) != string(data) {
 		t.Fatalf("body is not the kept file (%v)", err)
 	}

@@ -27,6 +27,18 @@ const CacheDisabled time.Duration = -1
 // small spatial server.
 const DefaultMaxInFlight = 256
 
+// Defaults of ClientConfig.
+const (
+	DefaultCallTimeout  = 5 * time.Second
+	DefaultCloudTimeout = 2 * time.Minute
+	DefaultCacheTTL     = 30 * time.Second
+	// DefaultCacheEntries: a few MiB.
+	DefaultCacheEntries = 20000
+	// DefaultMaxRecvBytes: deployed servers send point clouds of up to about 100 MiB.
+	DefaultMaxRecvBytes = 128 << 20
+	DefaultAttempts     = 2
+)
+
 // ClientConfig configures a Client. Zero values take the documented defaults.
 type ClientConfig struct {
 	// Addr is the spatial server's host:port (or any gRPC target).
@@ -82,25 +94,25 @@ const connectTimeout = 10 * time.Second
 
 func (c ClientConfig) withDefaults() ClientConfig {
 	if c.CallTimeout <= 0 {
-		c.CallTimeout = 5 * time.Second
+		c.CallTimeout = DefaultCallTimeout
 	}
 	if c.CloudTimeout <= 0 {
-		c.CloudTimeout = 2 * time.Minute
+		c.CloudTimeout = DefaultCloudTimeout
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
 	if c.CacheTTL == 0 {
-		c.CacheTTL = 30 * time.Second
+		c.CacheTTL = DefaultCacheTTL
 	}
 	if c.CacheEntries <= 0 {
-		c.CacheEntries = 20000
+		c.CacheEntries = DefaultCacheEntries
 	}
 	if c.MaxRecvBytes <= 0 {
-		c.MaxRecvBytes = 128 << 20
+		c.MaxRecvBytes = DefaultMaxRecvBytes
 	}
 	if c.Attempts <= 0 {
-		c.Attempts = 2
+		c.Attempts = DefaultAttempts
 	}
 	if c.ReconnectMaxDelay <= 0 {
 		c.ReconnectMaxDelay = DefaultReconnectMaxDelay

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
 	seerep "github.com/gardend/gardend/proto"
@@ -88,22 +89,21 @@ func (c *Client) Bed(ctx context.Context, projectUUID string) (Bed, error) {
 	// Worked out before any goroutine writes into plants.
 	classUUIDs, frames := distinct(labels, 1), framesOf(plants)
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	f := bedFetch{c: c, project: projectUUID, cancel: cancel}
+	// The first real failure cancels the rest.
+	g, ctx := errgroup.WithContext(ctx)
+	f := bedFetch{c: c, project: projectUUID}
 	for i := range plants {
 		p := &plants[i]
-		f.spawn(ctx, func(ctx context.Context) error { return f.measurement(ctx, p) })
+		g.Go(func() error { return f.measurement(ctx, p) })
 		if u := label(labels[i], 0); u != "" {
-			f.spawn(ctx, func(ctx context.Context) error { return f.instance(ctx, p, u) })
+			g.Go(func() error { return f.instance(ctx, p, u) })
 		}
 	}
 	// Distinct classes and frames only: many plants share them.
-	classes := fetchEach(&f, ctx, classUUIDs, f.class)
-	transforms := fetchEach(&f, ctx, frames, f.transform)
-	f.wg.Wait()
-	if f.err != nil {
-		return Bed{}, f.err
+	classes := fetchEach(g, ctx, classUUIDs, f.class)
+	transforms := fetchEach(g, ctx, frames, f.transform)
+	if err := g.Wait(); err != nil {
+		return Bed{}, err
 	}
 	for i := range plants {
 		p := &plants[i]
@@ -205,42 +205,23 @@ func framesOf(plants []Plant) []string {
 	return out
 }
 
-// bedFetch runs one bed's second round of calls concurrently; the first real failure
-// cancels the rest.
+// bedFetch makes one bed's second round of calls (Bed runs them concurrently).
 type bedFetch struct {
 	c       *Client
 	project string
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	err     error
-	cancel  context.CancelFunc
 }
 
-func (f *bedFetch) spawn(ctx context.Context, fn func(context.Context) error) {
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		if err := fn(ctx); err != nil {
-			f.mu.Lock()
-			if f.err == nil {
-				f.err = err
-				f.cancel()
-			}
-			f.mu.Unlock()
-		}
-	}()
-}
-
-// fetchEach runs get for every key at once, collecting the answers by key; the map is
-// complete once f.wg.Wait returns.
-func fetchEach[T any](f *bedFetch, ctx context.Context, keys []string, get func(context.Context, string) (T, error)) map[string]T {
+// fetchEach runs get for every key in g, collecting the answers by key; the map is
+// complete once g.Wait returns.
+func fetchEach[T any](g *errgroup.Group, ctx context.Context, keys []string, get func(context.Context, string) (T, error)) map[string]T {
 	out := make(map[string]T, len(keys))
+	var mu sync.Mutex
 	for _, k := range keys {
-		f.spawn(ctx, func(ctx context.Context) error {
+		g.Go(func() error {
 			v, err := get(ctx, k)
-			f.mu.Lock()
+			mu.Lock()
 			out[k] = v
-			f.mu.Unlock()
+			mu.Unlock()
 			return err
 		})
 	}

@@ -50,7 +50,7 @@ func TestLocalToWGS84Vectors(t *testing.T) {
 			cy += p[1]
 		}
 		n := float64(len(v.Points))
-		m := Transform{Translation: v.Translation, Rotation: v.Rotation}.Apply([3]float64{cx / n, cy / n, 0})
+		m := ApplyTransform(Transform{Translation: v.Translation, Rotation: v.Rotation}, [3]float64{cx / n, cy / n, 0})
 		got := LocalToWGS84(v.Origin, m[0], m[1], 0)
 		if !near(got, v.Expect, degTol) {
 			t.Errorf("%s: got %.15f, %.15f, want %.15f, %.15f", v.Name, got.Lat, got.Lon, v.Expect.Lat, v.Expect.Lon)

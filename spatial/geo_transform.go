@@ -6,13 +6,13 @@ import (
 	"math"
 )
 
-// ErrInvalidTransform is wrapped by Transform.Check: a rotation that is zero or not
+// ErrInvalidTransform is wrapped by CheckTransform: a rotation that is zero or not
 // finite cannot be normalised, and a non-finite translation leads nowhere.
 var ErrInvalidTransform = errors.New("invalid transform")
 
-// Check reports whether t can be applied.
-func (t Transform) Check() error {
-	if _, ok := t.unitRotation(); !ok {
+// CheckTransform reports whether t can be applied.
+func CheckTransform(t Transform) error {
+	if _, ok := unitRotation(t); !ok {
 		return fmt.Errorf("%w: rotation %v cannot be normalised", ErrInvalidTransform, t.Rotation)
 	}
 	for _, v := range t.Translation {
@@ -23,11 +23,12 @@ func (t Transform) Check() error {
 	return nil
 }
 
-// Apply maps p by t: R(q)·p + translation with the quaternion normalised first (the TF
-// convention: child-frame coordinates into the parent frame). For a transform that
-// fails Check the result is NaN, so a bad transform cannot pass for a good position.
-func (t Transform) Apply(p [3]float64) [3]float64 {
-	q, ok := t.unitRotation()
+// ApplyTransform maps p by t: R(q)·p + translation with the quaternion normalised
+// first (the TF convention: child-frame coordinates into the parent frame). For a
+// transform that fails CheckTransform the result is NaN, so a bad transform cannot
+// pass for a good position.
+func ApplyTransform(t Transform, p [3]float64) [3]float64 {
+	q, ok := unitRotation(t)
 	if !ok {
 		nan := math.NaN()
 		return [3]float64{nan, nan, nan}
@@ -48,7 +49,7 @@ func (t Transform) Apply(p [3]float64) [3]float64 {
 
 // unitRotation returns t.Rotation scaled to length 1. Dividing by the largest
 // component first keeps the sum of squares from overflowing or underflowing.
-func (t Transform) unitRotation() ([4]float64, bool) {
+func unitRotation(t Transform) ([4]float64, bool) {
 	q := t.Rotation
 	var big float64
 	for _, v := range q {

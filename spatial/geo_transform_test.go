@@ -45,16 +45,16 @@ func TestTransformApply(t *testing.T) {
 		{"−q is the same rotation", Transform{Rotation: [4]float64{0, 0, -h, -h}}, [3]float64{2, 0, 0}, [3]float64{0, 2, 0}},
 	}
 	for _, c := range cases {
-		if err := c.tf.Check(); err != nil {
-			t.Errorf("%s: Check: %v", c.name, err)
+		if err := CheckTransform(c.tf); err != nil {
+			t.Errorf("%s: CheckTransform: %v", c.name, err)
 		}
-		if got := c.tf.Apply(c.p); !close3(got, c.want, 1e-12) {
+		if got := ApplyTransform(c.tf, c.p); !close3(got, c.want, 1e-12) {
 			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
 		}
 	}
 }
 
-// TestTransformMatchesMatrix compares Apply with the rotation-matrix form of random
+// TestTransformMatchesMatrix compares ApplyTransform with the rotation-matrix form of random
 // quaternions, and checks that rotations keep lengths.
 func TestTransformMatchesMatrix(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -62,7 +62,7 @@ func TestTransformMatchesMatrix(t *testing.T) {
 		q := [4]float64{rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()}
 		p := [3]float64{rng.NormFloat64() * 10, rng.NormFloat64() * 10, rng.NormFloat64() * 10}
 		tr := [3]float64{rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()}
-		got := Transform{Translation: tr, Rotation: q}.Apply(p)
+		got := ApplyTransform(Transform{Translation: tr, Rotation: q}, p)
 		n := math.Sqrt(q[0]*q[0] + q[1]*q[1] + q[2]*q[2] + q[3]*q[3])
 		x, y, z, w := q[0]/n, q[1]/n, q[2]/n, q[3]/n
 		r := [3][3]float64{
@@ -77,7 +77,7 @@ func TestTransformMatchesMatrix(t *testing.T) {
 		if !close3(got, want, 1e-12) {
 			t.Fatalf("q %v p %v: got %v, want %v", q, p, got, want)
 		}
-		rot := Transform{Rotation: q}.Apply(p)
+		rot := ApplyTransform(Transform{Rotation: q}, p)
 		if l0, l1 := math.Hypot(math.Hypot(p[0], p[1]), p[2]), math.Hypot(math.Hypot(rot[0], rot[1]), rot[2]); math.Abs(l0-l1) > 1e-12 {
 			t.Fatalf("length %v became %v", l0, l1)
 		}
@@ -88,8 +88,8 @@ func TestTransformComposition(t *testing.T) {
 	// Rotating by 30° then 60° about y is rotating by 90° about y.
 	y := [3]float64{0, 1, 0}
 	p := [3]float64{1, 2, 3}
-	twice := Transform{Rotation: axisAngle(y, math.Pi/3)}.Apply(Transform{Rotation: axisAngle(y, math.Pi/6)}.Apply(p))
-	once := Transform{Rotation: axisAngle(y, math.Pi/2)}.Apply(p)
+	twice := ApplyTransform(Transform{Rotation: axisAngle(y, math.Pi/3)}, ApplyTransform(Transform{Rotation: axisAngle(y, math.Pi/6)}, p))
+	once := ApplyTransform(Transform{Rotation: axisAngle(y, math.Pi/2)}, p)
 	if !close3(twice, once, 1e-12) || !close3(once, [3]float64{3, 2, -1}, 1e-12) {
 		t.Fatalf("twice %v, once %v", twice, once)
 	}
@@ -104,12 +104,12 @@ func TestTransformInvalid(t *testing.T) {
 		{Rotation: [4]float64{0, 0, 0, 1}, Translation: [3]float64{0, nan, 0}},
 		{Rotation: [4]float64{0, 0, 0, 1}, Translation: [3]float64{-inf, 0, 0}},
 	} {
-		if err := tf.Check(); !errors.Is(err, ErrInvalidTransform) {
-			t.Errorf("%+v: Check = %v", tf, err)
+		if err := CheckTransform(tf); !errors.Is(err, ErrInvalidTransform) {
+			t.Errorf("%+v: CheckTransform = %v", tf, err)
 		}
-		m := tf.Apply([3]float64{1, 2, 3})
+		m := ApplyTransform(tf, [3]float64{1, 2, 3})
 		if finite := !math.IsNaN(m[0]+m[1]+m[2]) && !math.IsInf(m[0]+m[1]+m[2], 0); finite {
-			t.Errorf("%+v: Apply = %v, want NaN", tf, m)
+			t.Errorf("%+v: ApplyTransform = %v, want NaN", tf, m)
 		}
 	}
 }

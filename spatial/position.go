@@ -36,7 +36,7 @@ func PlantPosition(pc cloud.PointCloud, frameID string, tf *Transform, origin La
 	}
 	m := [3]float64{x, y, 0}
 	if tf != nil {
-		m = tf.Apply(m)
+		m = ApplyTransform(*tf, m)
 	}
 	return LocalToWGS84(origin, m[0], m[1], 0), nil
 }
@@ -49,7 +49,7 @@ func CheckPositionInputs(frameID string, tf *Transform, origin LatLon) error {
 		return fmt.Errorf("frame %q: %w", frameID, ErrNoTransform)
 	}
 	if tf != nil {
-		if err := tf.Check(); err != nil {
+		if err := CheckTransform(*tf); err != nil {
 			return fmt.Errorf("transform of frame %q: %w", frameID, err)
 		}
 	}

@@ -56,11 +56,15 @@ type CloudRef struct {
 	Transform *Transform
 }
 
-// Transform is a rigid transform: m = R(Rotation)·p + Translation.
-type Transform struct {
-	Translation [3]float64
-	// Rotation is a quaternion (x, y, z, w); not necessarily normalised.
-	Rotation [4]float64
+// Transform is a rigid transform: m = R(Rotation)·p + Translation, with Rotation a
+// quaternion (x, y, z, w), not necessarily normalised (CheckTransform, ApplyTransform).
+//
+// It is store.Transform: both alias this struct type literal, which Go makes one
+// type, so the store keeps what the client returns without a conversion and neither
+// leaf imports the other. Keep the two declarations identical, tags included.
+type Transform = struct {
+	Translation [3]float64 `json:"translation"`
+	Rotation    [4]float64 `json:"rotation"`
 }
 
 // LatLon is a WGS84 position in degrees.

@@ -16,7 +16,13 @@ type LatLon struct {
 
 // Transform is the rigid transform from a cloud's frame into its bed's map frame:
 // translation and quaternion (x, y, z, w), as the spatial server reports it.
-type Transform struct {
+//
+// There is one transform type: spatial.Transform is an alias of the same struct type
+// literal, which Go makes the same type. A transform thus goes from the spatial
+// client into a queued job and back into the position computation without a
+// conversion, while neither leaf imports the other. The two declarations must stay
+// identical, tags included (server/pointcloud stops compiling otherwise).
+type Transform = struct {
 	Translation [3]float64 `json:"translation"`
 	Rotation    [4]float64 `json:"rotation"`
 }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gardend/gardend/server/atomicfile"
 )
 
 // ReadOptions bound what a reader accepts.
@@ -187,23 +189,11 @@ func extract(r io.Reader, dir string, opts ReadOptions) (*Manifest, error) {
 		return nil, err
 	}
 	for d := range dirs {
-		if err := syncDir(d); err != nil {
+		if err := atomicfile.SyncDir(d); err != nil {
 			return nil, fmt.Errorf("restore: sync %s: %w", d, err)
 		}
 	}
 	return m, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return err
-	}
-	return d.Close()
 }
 
 // Extract unpacks and verifies an archive into dir, an empty directory, as Restore

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gardend/gardend/server/atomicfile"
 )
 
 // State is how far a restore got, read from the names it left in the data directory.
@@ -401,7 +403,7 @@ func (m *mover) rename(from, to string) error {
 	if err := m.move(from, to); err != nil {
 		return err
 	}
-	return syncDir(m.dir)
+	return atomicfile.SyncDir(m.dir)
 }
 
 // move renames one entry, never over an existing one: os.Rename would silently
@@ -436,10 +438,10 @@ func (m *mover) moveAll(from, to string) error {
 			return err
 		}
 	}
-	if err := syncDir(to); err != nil {
+	if err := atomicfile.SyncDir(to); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	if err := syncDir(from); err != nil {
+	if err := atomicfile.SyncDir(from); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	return nil
@@ -452,7 +454,7 @@ func (m *mover) mkdir(p string) error {
 	if err := os.Mkdir(p, 0o700); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	return syncDir(m.dir)
+	return atomicfile.SyncDir(m.dir)
 }
 
 // remove removes an empty directory: one that still holds something is an error, not
@@ -464,7 +466,7 @@ func (m *mover) remove(p string) error {
 	if err := os.Remove(p); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	return syncDir(m.dir)
+	return atomicfile.SyncDir(m.dir)
 }
 
 // removeAll deletes data that was given up: only .restore-tmp-X and .restore-trash-X.
@@ -475,5 +477,5 @@ func (m *mover) removeAll(p string) error {
 	if err := os.RemoveAll(p); err != nil {
 		return fmt.Errorf("restore: deleting %s: %w", p, err)
 	}
-	return syncDir(m.dir)
+	return atomicfile.SyncDir(m.dir)
 }

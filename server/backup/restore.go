@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gardend/gardend/server/atomicfile"
 )
 
 // Names inside the data directory while a restore runs (X is one restore's id). Each
@@ -175,7 +177,7 @@ func ensureDir(dir string) (created bool, err error) {
 		return false, fmt.Errorf("restore: create %s: %w", dir, err)
 	}
 	// Everything restored into dir is synced; so must be the entry naming it.
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(dir)); err != nil {
 		os.Remove(dir)
 		return false, fmt.Errorf("restore: create %s: %w", dir, err)
 	}

@@ -10,12 +10,18 @@ import (
 	"github.com/gardend/gardend/spatial"
 )
 
+// Defaults of Options.
+const (
+	DefaultBeds   = 6
+	DefaultPlants = 33
+)
+
 // Options shape a generated garden. Zero values take the defaults.
 type Options struct {
 	Seed int64
-	// Beds is the number of beds (projects). Default 6.
+	// Beds is the number of beds (projects). Default DefaultBeds.
 	Beds int
-	// Plants is the number of plants per bed. Default 33.
+	// Plants is the number of plants per bed. Default DefaultPlants.
 	Plants int
 	// Origin is where the first bed's map frame starts. Default 52.3171, 7.6306.
 	Origin spatial.LatLon
@@ -26,10 +32,10 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Beds <= 0 {
-		o.Beds = 6
+		o.Beds = DefaultBeds
 	}
 	if o.Plants <= 0 {
-		o.Plants = 33
+		o.Plants = DefaultPlants
 	}
 	if o.Origin == (spatial.LatLon{}) {
 		o.Origin = spatial.LatLon{Lat: 52.3171, Lon: 7.6306}

@@ -123,14 +123,23 @@ func (s *Store) CompleteCloudJob(p store.PlantPosition) error {
 
 // RecordCloudFailure counts a failed attempt of the job queued for project, cloud and
 // inputs in: it is due again after the policy's delay, or marked failed once it has
-// had MaxAttempts. A job gone or queued again for other inputs is left alone (ok is
-// false). The updated job is returned.
+// had MaxAttempts. A job gone or queued again for other inputs is not counted (ok is
+// false); the claim of the attempt on the latter ends, as in CompleteCloudJob, so the
+// job for the new inputs is free at once. The updated job is returned.
 func (s *Store) RecordCloudFailure(project, cloud string, in store.CloudInputs, reason string, p store.RetryPolicy) (j store.CloudJob, ok bool, err error) {
 	err = s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketCloudJobs)
 		key := cloudKey(project, cloud)
 		j, ok = store.CloudJob{}, false
-		if getJSON(b, key, &j) != nil || !j.CloudInputs.Equal(in) {
+		if getJSON(b, key, &j) != nil {
+			return nil
+		}
+		if !j.CloudInputs.Equal(in) {
+			claimed := j.ClaimedBy != ""
+			j.ClaimedBy, j.ClaimUntil = "", time.Time{}
+			if claimed {
+				return putJSON(b, key, j)
+			}
 			return nil
 		}
 		j = j.Failure(s.now().UTC(), reason, p)

@@ -2,7 +2,7 @@ package bolt
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -119,28 +119,15 @@ func MigrationBackupName(from uint64, t time.Time) string {
 // backupBeforeMigration writes a consistent copy of the database beside it: under a
 // temporary name, synced, renamed, and the directory synced.
 func (s *Store) backupBeforeMigration(from uint64) (string, error) {
-	dir := filepath.Dir(s.db.Path())
-	path := filepath.Join(dir, MigrationBackupName(from, s.now()))
-	f, err := os.CreateTemp(dir, ".migration-*.tmp")
+	path := filepath.Join(filepath.Dir(s.db.Path()), MigrationBackupName(from, s.now()))
+	err := writeFileAtomic(path, ".migration-*.tmp", func(w io.Writer) error {
+		_, err := s.WriteSnapshot(w)
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
-	tmp := f.Name()
-	_, err = s.WriteSnapshot(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	return path, syncDir(dir)
+	return path, nil
 }
 
 // MigrationBackup is the copy of the database Open took before migrating its schema,

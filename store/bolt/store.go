@@ -21,6 +21,9 @@ import (
 // FileName is the database file inside the data directory.
 const FileName = "gardend.db"
 
+// DefaultOpenTimeout is how long Open waits for a database another process holds.
+const DefaultOpenTimeout = time.Second
+
 // Options tune Open. The zero value is usable.
 type Options struct {
 	// Timeout bounds the wait for the file lock; bbolt's default is to wait forever.
@@ -48,10 +51,10 @@ type Store struct {
 
 // Open opens (creating if needed) the database at path, creates the buckets and runs
 // pending migrations. A file held by another process fails with ErrLocked within
-// Options.Timeout (default one second).
+// Options.Timeout (default DefaultOpenTimeout).
 func Open(path string, opts Options) (*Store, error) {
 	if opts.Timeout <= 0 {
-		opts.Timeout = time.Second
+		opts.Timeout = DefaultOpenTimeout
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -260,16 +263,6 @@ func getJSON(b *bbolt.Bucket, key []byte, v any) error {
 		return store.ErrNotFound
 	}
 	return json.Unmarshal(data, v)
-}
-
-// syncDir makes a directory's entries (a new file, a rename) durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Ping reads the schema version in a read transaction: the database answers.

@@ -404,11 +404,16 @@ func (s *Store) RecordCloudFailure(project, cloud string, in store.CloudInputs, 
 		var err error
 		j, ok = store.CloudJob{}, false
 		j, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM cloud_jobs WHERE project = $1 AND cloud = $2 FOR UPDATE`, project, cloud))
-		if err == pgx.ErrNoRows || err == nil && !j.CloudInputs.Equal(in) {
+		switch {
+		case err == pgx.ErrNoRows:
 			j = store.CloudJob{}
 			return nil
-		}
-		if err != nil {
+		case err != nil:
+			return err
+		case !j.CloudInputs.Equal(in):
+			// The attempt for the old inputs is over: the job for the new ones is free.
+			j = store.CloudJob{}
+			_, err = tx.Exec(ctx, `UPDATE cloud_jobs SET claimed_by = '', claim_until = NULL WHERE project = $1 AND cloud = $2 AND claimed_by <> ''`, project, cloud)
 			return err
 		}
 		j = j.Failure(ts(s.now()), reason, p)

@@ -131,33 +131,51 @@ func testClaimLeaseExpires(t *testing.T, h Harness) {
 }
 
 // testClaimSurvivesEnqueue: queueing a claimed job again (an operator's prefetch, or
-// new inputs) does not hand it to a second node while the first works on it.
+// new inputs) does not hand it to a second node while the first works on it. Once
+// the first node's attempt at the old inputs ends, completed or failed (a failure
+// not counted), the job for the new inputs is free at once, not when the lease runs
+// out.
 func testClaimSurvivesEnqueue(t *testing.T, h Harness) {
-	nodes, clock, _ := openQueue(t, h, 2)
-	n1, n2 := nodes[0], nodes[1]
-	mustEnqueue(t, n1, time.Hour, job(uuidA, "c1", inputsMap))
-	if claimed, _, _, _ := n1.ClaimCloudJobs("n1", 0, lease); len(claimed) != 1 {
-		t.Fatalf("claimed %v", keysOf(claimed))
-	}
-	if n := mustEnqueue(t, n2, 0, job(uuidA, "c1", inputsMap)); n != 1 {
-		t.Fatalf("forced enqueue wrote %d", n)
-	}
-	moved := inputsMap
-	moved.Origin.Lat += 0.001
-	if n := mustEnqueue(t, n2, time.Hour, job(uuidA, "c1", moved)); n != 1 {
-		t.Fatalf("enqueue for new inputs wrote %d", n)
-	}
-	if claimed, next, _, _ := n2.ClaimCloudJobs("n2", 0, lease); len(claimed) != 0 || !next.Equal(clock.Now().Add(lease)) {
-		t.Fatalf("n2 took %v while n1 works on it (next %v)", keysOf(claimed), next)
-	}
-	// n1 finishes with the inputs it had: the position is stored, the job for the new
-	// inputs stays and is free at once.
-	if err := n1.CompleteCloudJob(store.PlantPosition{Project: uuidA, Cloud: "c1", CloudInputs: inputsMap, Position: &store.LatLon{Lat: 1, Lon: 2}}); err != nil {
-		t.Fatal(err)
-	}
-	claimed, _, _, err := n2.ClaimCloudJobs("n2", 0, lease)
-	if err != nil || len(claimed) != 1 || !claimed[0].CloudInputs.Equal(moved) || claimed[0].ClaimedBy != "n2" {
-		t.Fatalf("n2 claimed %+v, %v", claimed, err)
+	for _, end := range []struct {
+		name    string
+		attempt func(n1 store.Backend) error
+	}{
+		{"completed", func(n1 store.Backend) error {
+			return n1.CompleteCloudJob(store.PlantPosition{Project: uuidA, Cloud: "c1", CloudInputs: inputsMap, Position: &store.LatLon{Lat: 1, Lon: 2}})
+		}},
+		{"failed", func(n1 store.Backend) error {
+			if _, ok, err := n1.RecordCloudFailure(uuidA, "c1", inputsMap, "unavailable", policy); err != nil || ok {
+				return fmt.Errorf("failure of the old inputs recorded: %v, %v", ok, err)
+			}
+			return nil
+		}},
+	} {
+		t.Run(end.name, func(t *testing.T) {
+			nodes, clock, _ := openQueue(t, h, 2)
+			n1, n2 := nodes[0], nodes[1]
+			mustEnqueue(t, n1, time.Hour, job(uuidA, "c1", inputsMap))
+			if claimed, _, _, _ := n1.ClaimCloudJobs("n1", 0, lease); len(claimed) != 1 {
+				t.Fatalf("claimed %v", keysOf(claimed))
+			}
+			if n := mustEnqueue(t, n2, 0, job(uuidA, "c1", inputsMap)); n != 1 {
+				t.Fatalf("forced enqueue wrote %d", n)
+			}
+			moved := inputsMap
+			moved.Origin.Lat += 0.001
+			if n := mustEnqueue(t, n2, time.Hour, job(uuidA, "c1", moved)); n != 1 {
+				t.Fatalf("enqueue for new inputs wrote %d", n)
+			}
+			if claimed, next, _, _ := n2.ClaimCloudJobs("n2", 0, lease); len(claimed) != 0 || !next.Equal(clock.Now().Add(lease)) {
+				t.Fatalf("n2 took %v while n1 works on it (next %v)", keysOf(claimed), next)
+			}
+			if err := end.attempt(n1); err != nil {
+				t.Fatal(err)
+			}
+			claimed, _, _, err := n2.ClaimCloudJobs("n2", 0, lease)
+			if err != nil || len(claimed) != 1 || !claimed[0].CloudInputs.Equal(moved) || claimed[0].ClaimedBy != "n2" || claimed[0].Attempts != 0 {
+				t.Fatalf("n2 claimed %+v, %v", claimed, err)
+			}
+		})
 	}
 }
 

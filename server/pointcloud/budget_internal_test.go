@@ -1,4 +1,4 @@
-package server
+package pointcloud
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 // TestPLYBudgetEvictsLeastRecentlyUsed: over the budget, the files used longest ago
 // go first, down to 90% of it; temporary files (writes in progress) are never
 // evicted, and a file read recently (touched) outlives older ones.
-func TestPLYBudgetEvictsLeastRecentlyUsed(t *testing.T) {
+func TestBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 	dir := t.TempDir()
 	base := time.Now().Add(-time.Hour)
 	write := func(rel string, size int, age int) string {
@@ -29,8 +29,8 @@ func TestPLYBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 	oldest := write("p1/a.ply", 300, 0)
 	touched := write("p1/b.ply", 300, 1)
 	middle := write("p2/c.ply", 300, 2)
-	temp := write("p2/"+plyTempPrefix+"x.ply", 100, 0)
-	b := newPLYBudget(dir, 1000, zerolog.Nop())
+	temp := write("p2/"+tempPrefix+"x.ply", 100, 0)
+	b := newBudget(dir, 1000, zerolog.Nop())
 	b.enforce() // 1000 bytes: within the budget
 	for _, p := range []string{oldest, touched, middle, temp} {
 		if !exists(p) {
@@ -48,7 +48,9 @@ func TestPLYBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 	if b.Used() != 700 {
 		t.Errorf("used %d, want 700", b.Used())
 	}
-	if newPLYBudget(dir, 0, zerolog.Nop()) != nil {
+	if newBudget(dir, 0, zerolog.Nop()) != nil {
 		t.Error("a zero budget is a limit")
 	}
 }
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }

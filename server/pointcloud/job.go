@@ -1,4 +1,4 @@
-package server
+package pointcloud
 
 import (
 	"context"
@@ -12,15 +12,15 @@ import (
 	"github.com/gardend/gardend/store"
 )
 
-// fetch makes one attempt at a job: the cloud from its PLY file when one was kept (a
-// job queued again for a changed transform needs no download), else from the spatial
-// server, kept as PLY; then the position, stored with the removal of the job in one
-// transaction. It logs one line per cloud.
-func (p *cloudPool) fetch(ctx context.Context, j store.CloudJob) cloudEvent {
+// fetch makes one attempt at a claimed job: the cloud from its PLY file when one was
+// kept (a job queued again for a changed transform needs no download), else from the
+// spatial server, kept as PLY; then the position, stored with the removal of the job
+// in one transaction. It logs one line per cloud.
+func (p *Pool) fetch(ctx context.Context, j store.CloudJob) Event {
 	start := time.Now()
-	ev := cloudEvent{Project: j.Project, Cloud: j.Cloud}
+	ev := Event{Project: j.Project, Cloud: j.Cloud}
 	log := p.log.With().Str("project", j.Project).Str("cloud", j.Cloud).Logger()
-	path, err := plyPath(p.dir, j.Project, j.Cloud)
+	path, err := p.files.Path(j.Project, j.Cloud)
 	if err != nil {
 		ev.Err = err
 		p.failed(j, err)
@@ -36,7 +36,7 @@ func (p *cloudPool) fetch(ctx context.Context, j store.CloudJob) cloudEvent {
 	}
 	ev.Bytes = size
 	pos := store.PlantPosition{Project: j.Project, Cloud: j.Cloud, CloudInputs: j.CloudInputs, Points: int(pc.Width) * int(pc.Height)}
-	ll, err := spatial.PlantPosition(pc, j.Frame, spatialTransform(j.Transform), spatial.LatLon(j.Origin))
+	ll, err := spatial.PlantPosition(pc, j.Frame, j.Transform, spatial.LatLon(j.Origin))
 	if err != nil {
 		// The cloud yields no position with these inputs; that is an outcome, kept so
 		// the cloud is not fetched again until the inputs change.
@@ -66,30 +66,28 @@ func (p *cloudPool) fetch(ctx context.Context, j store.CloudJob) cloudEvent {
 
 // load returns the job's cloud: from its kept PLY file, else downloaded and kept.
 // Failing to keep it is logged, not fatal: the position does not need the file.
-func (p *cloudPool) load(ctx context.Context, path string, j store.CloudJob) (pc cloud.PointCloud, size int64, source string, err error) {
-	pc, size, err = readPLYFile(path)
+func (p *Pool) load(ctx context.Context, path string, j store.CloudJob) (pc cloud.PointCloud, size int64, source string, err error) {
+	pc, size, err = p.files.read(path)
 	switch {
 	case err == nil:
-		p.budget.touch(path)
+		p.files.budget.touch(path)
 		return pc, size, "file", nil
 	case !errors.Is(err, fs.ErrNotExist):
 		p.log.Warn().Err(err).Str("path", path).Msg("kept point cloud unreadable; downloading it again")
 	}
-	pc, err = p.client.PointCloud(ctx, j.Project, j.Cloud)
+	pc, err = p.source.PointCloud(ctx, j.Project, j.Cloud)
 	if err != nil {
 		return cloud.PointCloud{}, 0, "", err
 	}
-	size, err = writePLYFile(path, pc)
+	size, err = p.files.write(path, pc)
 	if err != nil {
 		p.log.Error().Err(err).Str("path", path).Msg("keep point cloud as PLY")
-	} else {
-		p.budget.added(size)
 	}
 	return pc, size, "download", nil
 }
 
-// failed counts a failed attempt in the queue and logs it.
-func (p *cloudPool) failed(j store.CloudJob, cause error) {
+// failed counts a failed attempt in the queue (which ends the claim) and logs it.
+func (p *Pool) failed(j store.CloudJob, cause error) {
 	rec, ok, err := p.store.RecordCloudFailure(j.Project, j.Cloud, j.CloudInputs, cause.Error(), p.cfg.Retry)
 	log := p.log.Warn().Err(cause).Str("project", j.Project).Str("cloud", j.Cloud)
 	switch {
@@ -104,20 +102,5 @@ func (p *cloudPool) failed(j store.CloudJob, cause error) {
 	}
 }
 
-// spatialTransform and storeTransform convert between the two packages' identical
-// transform types (the store keeps its own, as leaves do not import each other).
-func spatialTransform(t *store.Transform) *spatial.Transform {
-	if t == nil {
-		return nil
-	}
-	v := spatial.Transform(*t)
-	return &v
-}
-
-func storeTransform(t *spatial.Transform) *store.Transform {
-	if t == nil {
-		return nil
-	}
-	v := store.Transform(*t)
-	return &v
-}
+// durationMS is d in milliseconds, as the log's duration fields are.
+func durationMS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/store"
 )
 
@@ -60,10 +61,10 @@ func TestSweepRemovesCloudsNoBedRefersTo(t *testing.T) {
 		cloud  = "0b5e8a1c-1111-4111-8111-111111111111"
 	)
 	s := newSweepServer(t, kept)
-	root := filepath.Join(s.cfg.DataDir, PointCloudDirName)
+	root := filepath.Join(s.cfg.DataDir, pointcloud.DirName)
 	keptFile := filepath.Join(kept, cloud+".ply")
 	orphanFile := filepath.Join(orphan, cloud+".ply")
-	tempFile := filepath.Join(kept, plyTempPrefix+"123.ply")
+	tempFile := filepath.Join(kept, ".tmp-123.ply")
 	foreign := filepath.Join("notes.d", "readme.txt") // not a project name
 	writeFiles(t, root, keptFile, orphanFile, tempFile, foreign)
 

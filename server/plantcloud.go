@@ -2,20 +2,15 @@ package server
 
 import (
 	"errors"
-	"io/fs"
 	"net/http"
-	"os"
 	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
 )
-
-// PLYContentType is the media type of the kept point clouds (PLY has no registered
-// type; this is the one viewers and loaders recognise).
-const PLYContentType = "application/x-ply"
 
 // handlePlantPointCloud serves the kept PLY file of one plant's point cloud to readers
 // of the garden, with the usual token: the web app's 3D view. {plant_id} is the
@@ -55,33 +50,26 @@ func (s *Server) handlePlantPointCloud(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	path, err := plyPath(s.clouds.dir, b.UUID, plant.Cloud.UUID)
-	if err != nil {
-		// A uuid unfit for a file name is never downloaded (cloudInputsOf).
+	f, st, err := s.cloudFiles.Open(b.UUID, plant.Cloud.UUID)
+	switch {
+	case errors.Is(err, store.ErrInvalid):
+		// A uuid unfit for a file name is never downloaded (pointcloud.Inputs).
 		s.writeError(w, r, notFound(what+": its point cloud cannot be kept (its uuid is not a plain name)"))
 		return
-	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		s.queueCloud(bed, plant.Cloud.UUID)
+	case errors.Is(err, pointcloud.ErrNotKept):
+		s.clouds.QueueCloud(bed, plant.Cloud.UUID)
 		s.writeError(w, r, notFound("the point cloud of "+what+" is not downloaded yet; it is queued, ask again in a few seconds"))
 		return
-	}
-	if err != nil {
+	case err != nil:
 		s.writeError(w, r, err)
 		return
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	h := w.Header()
 	if t, ok := mapTransformHeader(plant.Cloud); ok {
 		h.Set("Gardend-Transform", t)
 	}
-	h.Set("Content-Type", PLYContentType)
+	h.Set("Content-Type", pointcloud.ContentType)
 	h.Set("Content-Disposition", `inline; filename="`+plant.Cloud.UUID+`.ply"`)
 	http.ServeContent(w, r, "", st.ModTime(), f)
 }
@@ -105,20 +93,4 @@ func mapTransformHeader(c *spatial.CloudRef) (string, bool) {
 		b = strconv.AppendFloat(b, v, 'g', -1, 64)
 	}
 	return string(b), true
-}
-
-// queueCloud queues the download of one cloud of bed, if it needs one.
-func (s *Server) queueCloud(bed spatial.Bed, cloudUUID string) {
-	_, jobs, err := s.clouds.plantCoords(bed, false)
-	if err != nil {
-		s.log.Error().Err(err).Str("project", bed.ProjectUUID).Msg("read plant positions")
-		return
-	}
-	var mine []store.CloudJob
-	for _, j := range jobs {
-		if j.Cloud == cloudUUID {
-			mine = append(mine, j)
-		}
-	}
-	s.clouds.enqueue(mine)
 }

@@ -1,4 +1,4 @@
-package server
+package pointcloud
 
 import (
 	"cmp"
@@ -14,12 +14,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// plyBudget keeps the PLY files under pointclouds/ within a size: when a new file takes
+// budget keeps the PLY files under pointclouds/ within a size: when a new file takes
 // them over it, the least recently used files are deleted until they are at 90% of it
 // (so the next few downloads do not each cost a scan). A file's modification time is
 // its last use: written, or read to recompute a position. Deleting a file never loses
 // a position; it only means a download if the position must be recomputed.
-type plyBudget struct {
+type budget struct {
 	dir string
 	max int64 // bytes; 0 means no limit
 	log zerolog.Logger
@@ -31,16 +31,16 @@ type plyBudget struct {
 	scanned bool
 }
 
-func newPLYBudget(dir string, max int64, log zerolog.Logger) *plyBudget {
+func newBudget(dir string, max int64, log zerolog.Logger) *budget {
 	if max <= 0 {
 		return nil
 	}
-	return &plyBudget{dir: dir, max: max, log: log}
+	return &budget{dir: dir, max: max, log: log}
 }
 
 // touch marks path as just used, so it is evicted last. The wall clock, not the
 // server's: the file system stamps written files with it.
-func (b *plyBudget) touch(path string) {
+func (b *budget) touch(path string) {
 	if b == nil {
 		return
 	}
@@ -49,7 +49,7 @@ func (b *plyBudget) touch(path string) {
 }
 
 // added accounts a file of size bytes just written, and evicts when over budget.
-func (b *plyBudget) added(size int64) {
+func (b *budget) added(size int64) {
 	if b == nil {
 		return
 	}
@@ -62,7 +62,7 @@ func (b *plyBudget) added(size int64) {
 }
 
 // enforce scans the directory and evicts when over budget (at start-up).
-func (b *plyBudget) enforce() {
+func (b *budget) enforce() {
 	if b == nil {
 		return
 	}
@@ -71,14 +71,14 @@ func (b *plyBudget) enforce() {
 	b.enforceLocked()
 }
 
-type plyFile struct {
+type keptFile struct {
 	path string
 	size int64
 	used time.Time
 }
 
-func (b *plyBudget) enforceLocked() {
-	var files []plyFile
+func (b *budget) enforceLocked() {
+	var files []keptFile
 	var total int64
 	err := filepath.WalkDir(b.dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -96,8 +96,8 @@ func (b *plyBudget) enforceLocked() {
 			return nil // deleted under the walk
 		}
 		total += info.Size()
-		if !strings.HasPrefix(d.Name(), plyTempPrefix) {
-			files = append(files, plyFile{path: path, size: info.Size(), used: info.ModTime()})
+		if !strings.HasPrefix(d.Name(), tempPrefix) {
+			files = append(files, keptFile{path: path, size: info.Size(), used: info.ModTime()})
 		}
 		return nil
 	})
@@ -110,7 +110,7 @@ func (b *plyBudget) enforceLocked() {
 		return
 	}
 	target := b.max / 10 * 9
-	slices.SortFunc(files, func(x, y plyFile) int { return cmp.Or(x.used.Compare(y.used), strings.Compare(x.path, y.path)) })
+	slices.SortFunc(files, func(x, y keptFile) int { return cmp.Or(x.used.Compare(y.used), strings.Compare(x.path, y.path)) })
 	evicted, freed := 0, int64(0)
 	for _, f := range files {
 		if total <= target {
@@ -130,7 +130,7 @@ func (b *plyBudget) enforceLocked() {
 }
 
 // Used is the estimate of the bytes under the directory (for metrics).
-func (b *plyBudget) Used() int64 {
+func (b *budget) Used() int64 {
 	if b == nil {
 		return 0
 	}
