@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gardend/gardend/server/pointcloud"
+	"github.com/gardend/gardend/spatial/demo"
 	"github.com/gardend/gardend/store/postgres"
 	"github.com/gardend/gardend/store/postgres/pgtest"
 )
@@ -167,4 +169,132 @@ func (s *sideLoad) stop() int64 {
 	close(s.stopped)
 	s.wg.Wait()
 	return s.served.Load()
+}
+
+// TestClusterKillDuringDownloads: two gardend processes on one PostgreSQL database
+// and one spatial server. Node a queues a garden's point clouds and is killed with
+// SIGKILL while it downloads some of them; its claims run out after their lease and
+// node b finishes the queue: every cloud gets its position, stored once, and no node
+// downloads a cloud twice (a cloud is fetched at most once per node's cache).
+func TestClusterKillDuringDownloads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster kill test: builds gardend and kills it; skipped with -short")
+	}
+	ds := demo.Generate(demo.Options{Seed: 9, Beds: 2, Plants: 10})
+	spatialSrv := demo.NewServer(ds, demo.ServerOptions{})
+	addr, err := spatialSrv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spatialSrv.Stop()
+	var (
+		mu        sync.Mutex
+		downloads = map[string]int{} // by project
+	)
+	spatialSrv.SetHook(func(method, project string) (time.Duration, error) {
+		if method != demo.MethodPointCloud {
+			return 0, nil
+		}
+		mu.Lock()
+		downloads[project]++
+		mu.Unlock()
+		return 300 * time.Millisecond, nil // long enough to be killed in the middle of
+	})
+	dsn := pgtest.NewDatabase(t)
+	bin := buildGardend(t)
+	flags := []string{"--store", dsn, "--spatial", addr, "--pointcloud-lease", "1s"}
+	a := startGardend(t, bin, t.TempDir(), flags...)
+	b := startGardend(t, bin, t.TempDir(), flags...)
+
+	client := &http.Client{Timeout: 30 * time.Second}
+	call := func(method, url, token string, body any, out any) {
+		t.Helper()
+		data, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, url, bytes.NewReader(data))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Token "+token)
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var buf bytes.Buffer
+		buf.ReadFrom(res.Body)
+		if res.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %s", method, url, res.StatusCode, buf.Bytes())
+		}
+		if out != nil {
+			json.Unmarshal(buf.Bytes(), out)
+		}
+	}
+	var reg struct{ Token string }
+	call("POST", a.base+"/register", "", map[string]string{"username": "farmer", "password": "pw-of-farmer", "first_name": "F", "last_name": "L"}, &reg)
+	var c, g struct{ ID uint64 }
+	call("POST", a.base+"/companies", reg.Token, map[string]string{"name": "farm"}, &c)
+	call("POST", fmt.Sprintf("%s/companies/%d/gardens", a.base, c.ID), reg.Token, map[string]string{"name": "garden"}, &g)
+	garden := fmt.Sprintf("/companies/%d/gardens/%d", c.ID, g.ID)
+	for _, p := range ds.ProjectUUIDs() {
+		call("POST", a.base+garden+"/beds", reg.Token, map[string]string{"uuid": p}, nil)
+	}
+	call("GET", a.base+garden+"/beds", reg.Token, nil, nil) // queues the clouds
+	deadline := time.Now().Add(20 * time.Second)
+	for spatialSrv.Stats().InFlight < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no download in progress to interrupt")
+		}
+		time.Sleep(10 * time.Millisecond) // polling the spatial server's counters
+	}
+	a.kill()
+	a.waitKilled()
+	killedAt := time.Now()
+
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for {
+		jobs, err := st.CloudJobs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) == 0 {
+			break
+		}
+		if time.Since(killedAt) > 30*time.Second {
+			t.Fatalf("node b did not finish the queue: %+v", jobs)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the shared queue
+	}
+	took := time.Since(killedAt)
+	b.stop()
+	total := 0
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range ds.ProjectUUIDs() {
+		state, err := st.CloudState(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clouds := len(state.Positions)
+		total += clouds
+		// Whatever a killed node had in hand was fetched again by the other, once.
+		if clouds == 0 || downloads[p] < clouds || downloads[p] > 2*clouds {
+			t.Errorf("project %s: %d positions, %d downloads", p, clouds, downloads[p])
+		}
+	}
+	sum := 0
+	for _, n := range downloads {
+		sum += n
+	}
+	// At most what node a had in hand (its two workers) was fetched twice.
+	if sum > total+pointcloud.DefaultWorkers {
+		t.Errorf("%d downloads for %d clouds: more than node a's %d interrupted ones fetched again", sum, total, pointcloud.DefaultWorkers)
+	}
+	if err := st.CheckIndexes(); err != nil {
+		t.Error(err)
+	}
+	t.Logf("%d clouds positioned; node b finished the queue %v after node a was killed; downloads %v", total, took.Round(time.Millisecond), downloads)
 }

@@ -4,15 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/pointcloud"
+	"github.com/gardend/gardend/spatial"
+	"github.com/gardend/gardend/spatial/demo"
 	"github.com/gardend/gardend/store"
 	"github.com/gardend/gardend/store/postgres"
 	"github.com/gardend/gardend/store/postgres/pgtest"
@@ -338,4 +346,131 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// TestClusterDownloadQueue: three nodes asked for the same garden at once queue its
+// point clouds once and work them off together: every cloud is downloaded by exactly
+// one node (kept in that node's cache only) and its position stored once, and every
+// node then lists the same positions. A node without a cloud's file fetches it when
+// the 3D scene or a signed URL handed out by another node asks for it.
+func TestClusterDownloadQueue(t *testing.T) {
+	ds := demo.Generate(demo.Options{Seed: 7, Beds: 3, Plants: 8})
+	so := startDemoSpatial(t, ds, demo.ServerOptions{})
+	b := postgresBackend(t)
+	nodes := make([]*gardend, 3)
+	for i := range nodes {
+		nodes[i] = startGardendOn(t, b, server.Config{
+			Now:     func() time.Time { return ds.Now },
+			Spatial: spatial.ClientConfig{Addr: so.Addr(), CallTimeout: 5 * time.Second},
+			// Nodes look at the shared queue often, so that all take part in a short test.
+			Clouds: pointcloud.Config{Poll: 20 * time.Millisecond},
+		})
+	}
+	token := nodes[0].register("gardener")
+	farm := nodes[0].gardenWithBeds(token, ds.ProjectUUIDs())
+	// Downloads take a while, so that all three nodes have some in hand.
+	so.SetHook(func(method, _ string) (time.Duration, error) {
+		if method == mCloud {
+			return 50 * time.Millisecond, nil
+		}
+		return 0, nil
+	})
+	so.ResetStats()
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Go(func() { n.streamBeds(farm.path, token) })
+	}
+	wg.Wait()
+	for _, n := range nodes {
+		n.waitClouds()
+	}
+
+	clouds := 0
+	perProject := map[string]int{}
+	for _, bed := range ds.Beds {
+		st, err := nodes[1].srv.Store().CloudState(bed.ProjectUUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Jobs) != 0 {
+			t.Errorf("project %s: %d jobs left", bed.ProjectUUID, len(st.Jobs))
+		}
+		clouds += len(st.Positions)
+		perProject[bed.ProjectUUID] = len(st.Positions)
+	}
+	fetched := so.Stats().Calls[mCloud]
+	kept, keptBy := 0, 0
+	for _, n := range nodes {
+		if c := countFiles(t, filepath.Join(n.cfg.DataDir, pointcloud.DirName)); c > 0 {
+			kept += c
+			keptBy++
+		}
+	}
+	t.Logf("%d clouds: %d downloads, kept by %d nodes", clouds, fetched, keptBy)
+	if clouds == 0 || fetched != int64(clouds) || kept != clouds {
+		t.Fatalf("%d positions stored, %d downloads, %d files kept; want one download and one file per position", clouds, fetched, kept)
+	}
+	if keptBy < 2 {
+		t.Errorf("one node downloaded every cloud: the others claimed nothing")
+	}
+	for i, n := range nodes {
+		lines := n.streamBeds(farm.path, token)
+		for j, l := range lines {
+			if _, positions := expectPositions(t, ds, ds.Beds[j].ProjectUUID); countSet(positions) != len(l.PlantCoords) {
+				t.Errorf("node %d, bed %d: %d plant positions listed, want %d", i, l.ID, len(l.PlantCoords), countSet(positions))
+			}
+		}
+	}
+
+	// The 3D scene on a node lists the clouds it keeps and fetches the others in the
+	// background; a signed URL another node handed out is served by fetching it.
+	so.ResetStats()
+	scene := func(n *gardend, bed uint64) []string {
+		var sc struct{ Plants []struct{ URL string } }
+		json.Unmarshal(n.must(200, "GET", farm.path+"/beds/"+u64(bed)+"/3d-scene/", token, nil), &sc)
+		var urls []string
+		for _, p := range sc.Plants {
+			urls = append(urls, p.URL)
+		}
+		return urls
+	}
+	bed, plants := farm.beds[0], perProject[ds.Beds[0].ProjectUUID]
+	urls := scene(nodes[0], bed)
+	eventually(t, "node 0 keeps every cloud of the bed", func() bool { return len(scene(nodes[0], bed)) == plants })
+	for _, u := range urls[:min(3, len(urls))] {
+		res, err := http.Get(nodes[2].base + strings.TrimPrefix(u, nodes[0].base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte("ply\n")) {
+			t.Errorf("node 2 serving node 0's signed URL: %d %.80s", res.StatusCode, body)
+		}
+	}
+	if n := so.Stats().Calls[mCloud]; n > int64(2*plants) {
+		t.Errorf("%d downloads to keep %d clouds on two more nodes", n, plants)
+	}
+}
+
+func countFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+func countSet[T any](ps []*T) int {
+	n := 0
+	for _, p := range ps {
+		if p != nil {
+			n++
+		}
+	}
+	return n
 }

@@ -129,6 +129,10 @@ const (
 	// DefaultMaxBedsPerGarden: far above a farm's beds (the seed has 6), far below the
 	// thousands of made-up beds that let one tenant slow every other's listings.
 	DefaultMaxBedsPerGarden = 500
+	// ClusterQueuePoll is how often a node of a shared database looks at the download
+	// queue when nothing woke it: jobs other nodes queued, or left when they died,
+	// wait at most this long for it.
+	ClusterQueuePoll = 2 * time.Second
 	// DefaultShutdownTimeout: long enough for a beds stream of a large garden to end.
 	DefaultShutdownTimeout = 15 * time.Second
 	DefaultSweepInterval   = 10 * time.Minute
@@ -176,6 +180,9 @@ func (c *Config) setDefaults() {
 		// two on one host differ in their data directories.
 		dir, _ := filepath.Abs(c.DataDir)
 		c.Clouds.Node = pointcloud.DefaultNode() + ":" + dir
+	}
+	if _, shared := c.Store.(store.Shared); shared && c.Clouds.Poll == 0 {
+		c.Clouds.Poll = ClusterQueuePoll
 	}
 	c.Clouds = c.Clouds.WithDefaults()
 	c.setFieldDefaults()
