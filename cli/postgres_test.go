@@ -1,11 +1,15 @@
 package cli_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gardend/gardend/server/plantmap/plantmaptest"
+	"github.com/gardend/gardend/spatial/demo"
 	"github.com/gardend/gardend/store/postgres/pgtest"
 )
 
@@ -64,6 +68,33 @@ func TestCommandsOnPostgres(t *testing.T) {
 	}
 	if code, body := call(t, "GET", base+"/companies/1/gardens/1/beds", token, ""); code != http.StatusServiceUnavailable {
 		t.Errorf("beds without a spatial server: %d %.200s", code, body)
+	}
+
+	// A sync in this process fetches a garden's point clouds into the CLI's data
+	// directory and stores their positions where every node reads them.
+	ds := demo.Generate(demo.Options{Seed: 2, Beds: 1, Plants: 6})
+	spatialSrv := demo.NewServer(ds, demo.ServerOptions{})
+	addr, err := spatialSrv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spatialSrv.Stop()
+	var c, g struct{ ID uint64 }
+	_, body := call(t, "POST", base+"/companies", token, `{"name":"Farm"}`)
+	json.Unmarshal(body, &c)
+	_, body = call(t, "POST", fmt.Sprintf("%s/companies/%d/gardens", base, c.ID), token, `{"name":"Field"}`)
+	json.Unmarshal(body, &g)
+	garden := strconv.FormatUint(g.ID, 10)
+	if _, err := run(t, "", "beds", "add", "--store", dsn, "--data", cli, "--garden", garden, "--uuid", ds.Beds[0].ProjectUUID); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, "", "pointclouds", "sync", "--store", dsn, "--data", cli, "--garden", garden, "--spatial", addr)
+	if err != nil || !strings.Contains(out, "point clouds fetched, 0 failed") {
+		t.Fatalf("pointclouds sync: %v\n%s", err, out)
+	}
+	out, err = run(t, "", "inspect", "beds", "--store", dsn, "--data", cli)
+	if err != nil || !strings.Contains(out, ds.Beds[0].ProjectUUID) {
+		t.Errorf("inspect beds after the sync: %v\n%s", err, out)
 	}
 
 	// A bad --store is named, without its password.
