@@ -31,6 +31,7 @@ type serveOptions struct {
 	metricsAddr     string
 	compatLineGap   time.Duration
 	maxBeds         int
+	spatialProjects string
 	spatial         spatialOptions
 	field           fieldOptions
 }
@@ -63,6 +64,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.DurationVar(&o.demoLatency, "demo-latency", 0, "latency added to every call of the demo spatial server (e.g. 30ms, as a real one)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (GET /metrics) on this address of its own, e.g. 127.0.0.1:9464 (default: only on the admin socket)")
 	f.DurationVar(&o.compatLineGap, "compat-line-gap", 0, "wait this long between lines of the beds stream, for PlantMap web clients that cannot be updated (e.g. 200ms; see docs/migrating.md)")
+	f.StringVar(&o.spatialProjects, "spatial-projects", server.SpatialProjectsGardenAdmins, "who may list every project of the spatial server to register beds: garden-admins, or site-admins when tenants share one spatial server")
 	f.IntVar(&o.maxBeds, "max-beds-per-garden", server.DefaultMaxBedsPerGarden, "most beds POST …/beds lets one garden have (400 beyond; gardens with more keep them; 0: no limit)")
 	o.spatial.addFlags(f)
 	o.field.addFlags(f)
@@ -82,6 +84,9 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if err := server.CheckCompatLineGap(o.compatLineGap); err != nil {
+		return err
+	}
+	if err := server.CheckSpatialProjects(o.spatialProjects); err != nil {
 		return err
 	}
 	if o.maxBeds < 0 {
@@ -106,6 +111,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		Build:            buildInfo(),
 		MetricsAddr:      o.metricsAddr,
 		MaxBedsPerGarden: noLimitIfZero(o.maxBeds),
+		SpatialProjects:  o.spatialProjects,
 	}
 	o.field.apply(&cfg)
 	limit, source, setLimit, err := memoryLimit(o.field.memoryLimit, cfg.MaxHashing)

@@ -76,6 +76,10 @@ type Config struct {
 	// network read as one JSON document (compatgap.go); 0 (the default) sends each
 	// line as soon as it is ready.
 	CompatLineGap time.Duration
+	// SpatialProjects says who may list every project of the spatial server
+	// (spatialprojects.go): SpatialProjectsGardenAdmins (the default) or
+	// SpatialProjectsSiteAdmins, for a spatial server shared by several tenants.
+	SpatialProjects string
 	// MaxBedsPerGarden is the most beds POST …/beds lets a garden have: every bed
 	// costs about 70 spatial calls per cold listing. 0 takes DefaultMaxBedsPerGarden; a
 	// negative value means no limit. Gardens that have more keep them.
@@ -172,6 +176,9 @@ func (c *Config) setDefaults() {
 	if c.SignedURLTTL <= 0 {
 		c.SignedURLTTL = DefaultSignedURLTTL
 	}
+	if c.SpatialProjects == "" {
+		c.SpatialProjects = SpatialProjectsGardenAdmins
+	}
 	if c.MaxBedsPerGarden == 0 {
 		c.MaxBedsPerGarden = DefaultMaxBedsPerGarden
 	}
@@ -258,6 +265,9 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, errors.New("data directory is required")
 	}
 	if _, err := ParseRegistrationMode(string(cfg.Registration)); err != nil {
+		return nil, err
+	}
+	if err := CheckSpatialProjects(cfg.SpatialProjects); err != nil {
 		return nil, err
 	}
 	if err := CheckCompatLineGap(cfg.CompatLineGap); err != nil {

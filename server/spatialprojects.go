@@ -1,10 +1,30 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 
+	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
 )
+
+// Who may see every project of the spatial server (Config.SpatialProjects).
+const (
+	// SpatialProjectsGardenAdmins: every garden admin (one farm per spatial server).
+	SpatialProjectsGardenAdmins = "garden-admins"
+	// SpatialProjectsSiteAdmins: site administrators only; a garden admin sees the
+	// garden's own beds (a spatial server shared by several tenants).
+	SpatialProjectsSiteAdmins = "site-admins"
+)
+
+// CheckSpatialProjects refuses an unknown --spatial-projects value.
+func CheckSpatialProjects(v string) error {
+	switch v {
+	case "", SpatialProjectsGardenAdmins, SpatialProjectsSiteAdmins:
+		return nil
+	}
+	return fmt.Errorf("--spatial-projects %q: use %s or %s", v, SpatialProjectsGardenAdmins, SpatialProjectsSiteAdmins)
+}
 
 // spatialProject is a project of the spatial server with the bed of this garden
 // registered for it, if any.
@@ -31,8 +51,14 @@ func (s *Server) handleSpatialProjects(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	projects, err := s.spatial.Projects(r.Context())
-	if err != nil {
+	var projects []spatial.Project
+	if s.cfg.SpatialProjects == SpatialProjectsSiteAdmins && !currentUser(r).SiteAdmin {
+		// The server's list would show this admin other tenants' projects: only the
+		// garden's own beds are listed; new ones are registered by uuid.
+		for _, b := range beds {
+			projects = append(projects, spatial.Project{UUID: b.UUID, Name: b.Name})
+		}
+	} else if projects, err = s.spatial.Projects(r.Context()); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,5 +313,52 @@ func TestPlantCloudStatus(t *testing.T) {
 		if fpos[i] != nil && p.PointCloud != "failed" {
 			t.Errorf("plant %d after a failed download: %q", i, p.PointCloud)
 		}
+	}
+}
+
+// TestSpatialProjectsForSiteAdminsOnly: with a spatial server shared by tenants
+// (--spatial-projects site-admins), a garden admin's list holds only the garden's own
+// beds and the server is not asked; a site administrator sees every project.
+func TestSpatialProjectsForSiteAdminsOnly(t *testing.T) {
+	ss := newSpatialSetup(t, demo.Options{Seed: 3, Beds: 3, Plants: 3}, demo.ServerOptions{}, func(c *server.Config) {
+		c.SpatialProjects = server.SpatialProjectsSiteAdmins
+	})
+	g := ss.g
+	g.must(200, "DELETE", ss.garden+"/beds/"+u64(ss.beds[2]), ss.token, nil)
+	var asked atomic.Int32
+	ss.demo.SetHook(func(method, _ string) (time.Duration, error) {
+		if strings.HasSuffix(method, "/GetProjects") {
+			asked.Add(1)
+		}
+		return 0, nil
+	})
+	var got struct {
+		Projects []struct {
+			UUID, Name string
+			BedID      uint64 `json:"bed_id"`
+		}
+	}
+	json.Unmarshal(g.must(200, "GET", ss.garden+"/spatial-projects", ss.token, nil), &got)
+	if len(got.Projects) != 2 || asked.Load() != 0 {
+		t.Fatalf("garden admin: %+v, the spatial server asked %d times", got.Projects, asked.Load())
+	}
+	for i, p := range got.Projects {
+		if p.UUID != ss.ds.Beds[i].ProjectUUID || p.BedID != ss.beds[i] {
+			t.Errorf("project %d: %+v", i, p)
+		}
+	}
+
+	hash, err := store.NewPasswords(cheapArgon2, 1).Hash(context.Background(), "root-password-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.srv.Store().CreateUser(store.NewUser{Username: "root", FirstName: "S", LastName: "A", PasswordHash: hash, SiteAdmin: true}); err != nil {
+		t.Fatal(err)
+	}
+	var login struct{ Token string }
+	json.Unmarshal(g.must(200, "POST", "/login", "", map[string]string{"username": "root", "password": "root-password-1"}), &login)
+	json.Unmarshal(g.must(200, "GET", ss.garden+"/spatial-projects", login.Token, nil), &got)
+	if len(got.Projects) != 3 || asked.Load() != 1 {
+		t.Fatalf("site administrator: %+v, the spatial server asked %d times", got.Projects, asked.Load())
 	}
 }
