@@ -53,6 +53,7 @@ func (s *Server) sweep(freshDB bool) error {
 //     file is written now); otherwise the files are another generation's, and stay so.
 //   - no DataIDFile, and the database has just been given its id: a data directory of
 //     a gardend from before DataIDFile existed: its own (the file is written now).
+//   - no DataIDFile and no files: its own (a new node of a shared database).
 //   - no DataIDFile otherwise: the database never claimed the files: not its own.
 func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
 	id, created, err := s.store.DataID()
@@ -74,7 +75,7 @@ func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
 		if n := s.countDataFiles(); n > 0 {
 			return false, fmt.Sprintf("the database is new, but the data directory already holds %d image or point-cloud files of another: delete them by hand if they are not needed", n), nil
 		}
-	case !created:
+	case !created && s.countDataFiles() > 0:
 		return false, fmt.Sprintf("%s is missing: the database never claimed the files beside it; if they are its own, write %s into %s", DataIDFile, id, path), nil
 	}
 	if err := atomicfile.WriteFile(path, []byte(id+"\n"), atomicfile.Options{}); err != nil {

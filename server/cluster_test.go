@@ -47,6 +47,17 @@ func cluster(t *testing.T, n int, configure ...func(*server.Config)) []*testServ
 func TestClusterSharesEverything(t *testing.T) {
 	nodes := cluster(t, 3)
 	a, b, c := nodes[0], nodes[1], nodes[2]
+	// Every node claims its (empty) data directory for the one database, so that its
+	// sweeps run.
+	id, _, err := a.store().DataID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range nodes {
+		if marker, _ := os.ReadFile(filepath.Join(n.cfg.DataDir, server.DataIDFile)); strings.TrimSpace(string(marker)) != id {
+			t.Errorf("node %d: %s holds %q, want %q", i, server.DataIDFile, marker, id)
+		}
+	}
 
 	ann := a.register("ann")
 	var me struct{ Username, First_name string }
