@@ -36,7 +36,12 @@ FILE, so FILE never holds a partial backup. It is created with mode 0600: it hol
 password hashes.
 
 Files deleted while the backup runs are listed in the manifest as missing and
-reported here; they do not fail the backup.`,
+reported here; they do not fail the backup.
+
+With --store postgres://… the archive holds every record of the database (one
+consistent snapshot, as JSON lines), the content of every garden image beside it, and
+this node's point-cloud cache from --data; nodes keep serving meanwhile. Either kind of
+archive restores into either store.`,
 		Example: `  gardend backup --data /var/lib/gardend /mnt/usb/gardend-$(date -u +%Y%m%dT%H%M%SZ).tar
   gardend backup - | ssh backup-host 'cat > gardend.tar'`,
 		Args: cobra.ExactArgs(1),

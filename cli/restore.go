@@ -42,10 +42,17 @@ version (not newer than this gardend). Only then are DIR's old contents moved as
 the new ones moved in and synced, and the old ones deleted. A failure while they move
 puts the old contents back.
 
+With --store postgres://… the target is that database instead: the archive (of either
+store) is unpacked and checked in a scratch directory (inside --data when given, which
+then also receives the point-cloud cache), and the records and image content are loaded
+in one transaction. The database must be empty unless --force, which replaces what it
+holds in the same transaction. Nodes may keep running; nothing needs --resume.
+
 ` + backup.RecoveryHelp,
 		Example: `  gardend restore /mnt/usb/gardend-20261122T080000Z.tar --data /var/lib/gardend --force
   ssh backup-host 'cat gardend.tar' | gardend restore - --data /var/lib/gardend
-  gardend restore --resume --data /var/lib/gardend     # after a power cut during a restore`,
+  gardend restore --resume --data /var/lib/gardend     # after a power cut during a restore
+  gardend restore box.tar --store "$GARDEND_STORE" --data /var/lib/gardend-node   # a box's install into a cluster`,
 		Args: o.args,
 		RunE: o.run,
 	}
