@@ -79,7 +79,7 @@ func (o *userCreateOptions) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	u, err := adminCall(cmd.Context(), o.global.dataDir, server.UsersCreate{
+	u, err := adminCall(cmd.Context(), o.global, server.UsersCreate{
 		Username: o.username, Password: password, FirstName: o.firstName, LastName: o.lastName,
 		Email: o.email, SiteAdmin: o.siteAdmin,
 	})

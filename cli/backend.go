@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/gardend/gardend/server"
@@ -20,15 +19,15 @@ import (
 )
 
 // adminCall runs an admin operation that answers once and returns its answer:
-// through the running server's socket when there is one, else in-process on the
-// database. It never waits more than about a second for a lock and never fails
-// silently.
-func adminCall[Resp any](ctx context.Context, dataDir string, op server.AdminOp[Resp]) (Resp, error) {
+// through the running server's socket when there is one in the data directory, else
+// in-process on the database (--store). It never waits more than about a second for a
+// lock and never fails silently.
+func adminCall[Resp any](ctx context.Context, g *globalOptions, op server.AdminOp[Resp]) (Resp, error) {
 	var (
 		out Resp
 		n   int
 	)
-	err := adminStream(ctx, dataDir, op, nil, func(v Resp) error {
+	err := adminStream(ctx, g, op, nil, func(v Resp) error {
 		out, n = v, n+1
 		return nil
 	})
@@ -41,8 +40,9 @@ func adminCall[Resp any](ctx context.Context, dataDir string, op server.AdminOp[
 // adminStream runs an admin operation like adminCall, handing each of its answers to
 // answer as it arrives (progress reports). In process, prepare (when not nil) first
 // gives the Admin what the operation needs and returns its clean-up.
-func adminStream[Resp any](ctx context.Context, dataDir string, op server.AdminOp[Resp], prepare func(*server.Admin) (func(), error), answer func(Resp) error) error {
-	if err := backup.CheckIdle(dataDir); err != nil {
+func adminStream[Resp any](ctx context.Context, g *globalOptions, op server.AdminOp[Resp], prepare func(*server.Admin) (func(), error), answer func(Resp) error) error {
+	dataDir := g.dataDir
+	if err := checkIdle(g); err != nil {
 		return err
 	}
 	body, err := json.Marshal(op)
@@ -68,7 +68,7 @@ func adminStream[Resp any](ctx context.Context, dataDir string, op server.AdminO
 		}
 		return trailerError(resp, op.OpName())
 	}
-	admin, closeDB, err := openAdmin(dataDir)
+	admin, closeDB, err := openAdmin(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -87,8 +87,9 @@ func adminStream[Resp any](ctx context.Context, dataDir string, op server.AdminO
 // w, through the running server's socket or else in-process, like adminCall. A
 // failure after bytes were written is still returned: from the socket's error
 // trailer or a cut-off body, or from the operation in process.
-func adminDownload(ctx context.Context, dataDir string, op server.AdminDownload, w io.Writer) error {
-	if err := backup.CheckIdle(dataDir); err != nil {
+func adminDownload(ctx context.Context, g *globalOptions, op server.AdminDownload, w io.Writer) error {
+	dataDir := g.dataDir
+	if err := checkIdle(g); err != nil {
 		return err
 	}
 	body, err := json.Marshal(op)
@@ -105,7 +106,7 @@ func adminDownload(ctx context.Context, dataDir string, op server.AdminDownload,
 		}
 		return trailerError(resp, op.OpName())
 	}
-	admin, closeDB, err := openAdmin(dataDir)
+	admin, closeDB, err := openAdmin(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -134,21 +135,27 @@ func viaSocket(ctx context.Context, dataDir, op string, body []byte) (resp *http
 }
 
 // openAdmin opens the database itself (no server answers on the socket) for an
-// in-process admin operation; closeDB closes it. Like serve, it never opens a
-// database while a restore is pending or running (backup.Guard).
-func openAdmin(dataDir string) (admin *server.Admin, closeDB func() error, err error) {
-	var st *store.Store
-	err = backup.Guard(dataDir, func() (err error) {
-		st, err = store.Open(filepath.Join(dataDir, store.FileName), store.Options{Timeout: store.DefaultOpenTimeout})
-		return err
-	})
+// in-process admin operation; closeDB closes it. Like serve, it never opens a bbolt
+// database while a restore is pending or running (openStore). A PostgreSQL database
+// is shared: the operation runs beside any nodes serving it.
+func openAdmin(ctx context.Context, g *globalOptions) (admin *server.Admin, closeDB func() error, err error) {
+	st, _, err := openStore(ctx, g, nil, nil)
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
-			return nil, nil, fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, server.AdminSocketPath(dataDir))
+			return nil, nil, fmt.Errorf("%w; its admin socket %s does not answer either, so the other process may be hung", err, server.AdminSocketPath(g.dataDir))
 		}
 		return nil, nil, err
 	}
-	return server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1)), st.Close, nil
+	return server.NewAdmin(st, store.NewPasswords(store.DefaultArgon2, 1), g.dataDir), st.Close, nil
+}
+
+// checkIdle refuses a data directory a restore left half-way. A node of a shared
+// database keeps only caches there, and restores do not switch it over.
+func checkIdle(g *globalOptions) error {
+	if _, pg := g.postgresDSN(); pg {
+		return nil
+	}
+	return backup.CheckIdle(g.dataDir)
 }
 
 func socketClient(sock string) *http.Client {
@@ -183,12 +190,19 @@ func adminProblem(resp *http.Response) error {
 }
 
 // requireDatabase refuses to create an empty database just to inspect it, and a
-// data directory a restore left half-way (its database may be moved aside).
-func requireDatabase(dataDir string) error {
-	if err := backup.CheckIdle(dataDir); err != nil {
+// data directory a restore left half-way (its database may be moved aside). A
+// PostgreSQL database is the operator's to create; openStore only migrates it.
+func requireDatabase(g *globalOptions) error {
+	if err := g.checkStore(); err != nil {
 		return err
 	}
-	path := filepath.Join(dataDir, store.FileName)
+	if _, pg := g.postgresDSN(); pg {
+		return nil
+	}
+	if err := backup.CheckIdle(g.dataDir); err != nil {
+		return err
+	}
+	path := g.boltPath()
 	_, err := os.Stat(path)
 	switch {
 	case err == nil:

@@ -36,7 +36,12 @@ FILE, so FILE never holds a partial backup. It is created with mode 0600: it hol
 password hashes.
 
 Files deleted while the backup runs are listed in the manifest as missing and
-reported here; they do not fail the backup.`,
+reported here; they do not fail the backup.
+
+With --store postgres://… the archive holds every record of the database (one
+consistent snapshot, as JSON lines), the content of every garden image beside it, and
+this node's point-cloud cache from --data; nodes keep serving meanwhile. Either kind of
+archive restores into either store.`,
 		Example: `  gardend backup --data /var/lib/gardend /mnt/usb/gardend-$(date -u +%Y%m%dT%H%M%SZ).tar
   gardend backup - | ssh backup-host 'cat > gardend.tar'`,
 		Args: cobra.ExactArgs(1),
@@ -45,7 +50,7 @@ reported here; they do not fail the backup.`,
 }
 
 func (o *backupOptions) run(cmd *cobra.Command, args []string) error {
-	if err := requireDatabase(o.global.dataDir); err != nil {
+	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
 	target := args[0]
@@ -101,7 +106,7 @@ func (o *backupOptions) write(cmd *cobra.Command, out io.Writer) (*backup.Manife
 		done <- verdict{m, err}
 	}()
 	cw := &byteCounter{w: out}
-	err := adminDownload(cmd.Context(), o.global.dataDir, server.BackupCreate{}, io.MultiWriter(cw, pw))
+	err := adminDownload(cmd.Context(), o.global, server.BackupCreate{}, io.MultiWriter(cw, pw))
 	pw.CloseWithError(err)
 	v := <-done
 	switch {

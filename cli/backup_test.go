@@ -21,6 +21,7 @@ import (
 	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/server/backup/backuptest"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // standIns are files the image and point-cloud features will write; the backup must
@@ -152,7 +153,7 @@ func TestBackupWhileServingThenRestoreAndServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "restored "+archive) || !strings.Contains(out, fmt.Sprintf("schema %d", store.SchemaVersion())) {
+	if !strings.Contains(out, "restored "+archive) || !strings.Contains(out, fmt.Sprintf("schema %d", bolt.SchemaVersion())) {
 		t.Fatalf("restore output %q", out)
 	}
 	checkStandIns(t, target)
@@ -188,7 +189,7 @@ func TestBackupWithoutServerThenRestore(t *testing.T) {
 // serveUntil is serve with an early stop, for tests that need the server gone.
 func serveUntil(t *testing.T, dir string) (base string, stop func()) {
 	t.Helper()
-	srv, err := server.New(server.Config{
+	srv, err := newServerIn(server.Config{
 		DataDir: dir, Addr: "127.0.0.1:0", AdminSocket: true,
 		Argon2: store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32},
 	})
@@ -264,7 +265,7 @@ func TestFailedBackupLeavesNoFile(t *testing.T) {
 // newDatabase creates dir's database with one user, without paying for a password hash.
 func newDatabase(t *testing.T, dir string) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func realArchive(t *testing.T) (archive []byte, db []byte) {
 		if err != nil {
 			t.Fatalf("no database in the archive: %v", err)
 		}
-		if hdr.Name == backup.DataPrefix+store.FileName {
+		if hdr.Name == backup.DataPrefix+bolt.FileName {
 			db, _ := io.ReadAll(tr)
 			return archive, db
 		}
@@ -319,7 +320,7 @@ func realArchive(t *testing.T) (archive []byte, db []byte) {
 // withDB crafts a valid archive (true checksums) around a database file.
 func withDB(db []byte, edit func(*backup.Manifest)) []byte {
 	return backuptest.Archive([]backuptest.Entry{
-		{Path: store.FileName, Body: db},
+		{Path: bolt.FileName, Body: db},
 		{Path: "images/a.png", Body: []byte("png")},
 	}, edit)
 }
@@ -354,8 +355,8 @@ func newerSchema(t *testing.T, db []byte) []byte {
 	n := 0
 	for i := bytes.Index(db, key); i >= 0; {
 		v := db[i+len(key):][:8]
-		if binary.BigEndian.Uint64(v) == store.SchemaVersion() {
-			binary.BigEndian.PutUint64(v, store.SchemaVersion()+1)
+		if binary.BigEndian.Uint64(v) == bolt.SchemaVersion() {
+			binary.BigEndian.PutUint64(v, bolt.SchemaVersion()+1)
 			n++
 		}
 		j := bytes.Index(db[i+1:], key)
@@ -396,7 +397,7 @@ func TestRestoreRefusals(t *testing.T) {
 		{"path traversal", traversal, `unsafe entry in backup: path "../../etc/cron.d/evil"`},
 		{"symlink entry", symlink.Bytes(), "not a regular file"},
 		{"database fails its check", withDB(corruptPages(t, db), nil), "the database in the backup is damaged: consistency check"},
-		{"database from a newer schema", withDB(newerSchema(t, db), nil), fmt.Sprintf("newer gardend: its database has schema version %d", store.SchemaVersion()+1)},
+		{"database from a newer schema", withDB(newerSchema(t, db), nil), fmt.Sprintf("newer gardend: its database has schema version %d", bolt.SchemaVersion()+1)},
 		{"manifest from a newer schema", withDB(db, func(m *backup.Manifest) { m.SchemaVersion = 99 }), "schema version 99"},
 		{"not an archive", []byte("just some text, not a tar at all"), "not a valid gardend backup"},
 	}

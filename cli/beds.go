@@ -43,10 +43,10 @@ func newBedsAddCommand(g *globalOptions) *cobra.Command {
 }
 
 func (o *bedsAddOptions) run(cmd *cobra.Command, _ []string) error {
-	if err := requireDatabase(o.global.dataDir); err != nil {
+	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
-	b, err := adminCall(cmd.Context(), o.global.dataDir, server.BedsAdd{Garden: o.garden, UUID: o.uuid, Name: o.name})
+	b, err := adminCall(cmd.Context(), o.global, server.BedsAdd{Garden: o.garden, UUID: o.uuid, Name: o.name})
 	if err != nil {
 		return err
 	}
@@ -78,10 +78,10 @@ func newBedsRemoveCommand(g *globalOptions) *cobra.Command {
 }
 
 func (o *bedsRemoveOptions) run(cmd *cobra.Command, _ []string) error {
-	if err := requireDatabase(o.global.dataDir); err != nil {
+	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
-	if _, err := adminCall(cmd.Context(), o.global.dataDir, server.BedsRemove{Garden: o.garden, Bed: o.bed}); err != nil {
+	if _, err := adminCall(cmd.Context(), o.global, server.BedsRemove{Garden: o.garden, Bed: o.bed}); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "removed bed %d of garden %d\n", o.bed, o.garden)

@@ -11,6 +11,7 @@ import (
 	"github.com/gardend/gardend/cli"
 	"github.com/gardend/gardend/server"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 func gardend(t *testing.T, args ...string) string {
@@ -30,7 +31,7 @@ func gardend(t *testing.T, args ...string) string {
 func seed(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestBedsAndInspectWithoutServer(t *testing.T) {
 // database, so they must go through the admin socket.
 func TestBedsAndInspectThroughSocket(t *testing.T) {
 	dir := seed(t)
-	srv, err := server.New(server.Config{DataDir: dir, Addr: "127.0.0.1:0", AdminSocket: true})
+	srv, err := newServerIn(server.Config{DataDir: dir, Addr: "127.0.0.1:0", AdminSocket: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,9 +36,15 @@ func serve(t *testing.T, dir string) string {
 // cheap hashing) until the test ends, and returns its base URL.
 func serveConfig(t *testing.T, cfg server.Config) string {
 	t.Helper()
+	return serveConfigOn(t, cfg, "")
+}
+
+// serveConfigOn is serveConfig on the PostgreSQL database dsn ("" for bbolt).
+func serveConfigOn(t *testing.T, cfg server.Config, dsn string) string {
+	t.Helper()
 	cfg.Addr, cfg.AdminSocket = "127.0.0.1:0", true
 	cfg.Argon2 = store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}
-	srv, err := server.New(cfg)
+	srv, err := newServerOn(cfg, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,4 +209,20 @@ func TestVersion(t *testing.T) {
 	if err != nil || flag != out {
 		t.Fatalf("--version: %v %q, want %q", err, flag, out)
 	}
+}
+
+// newServerIn is server.New on cfg with the database gardend serve opens for its data
+// directory (cli.OpenStore: refused while a restore is pending there).
+func newServerIn(cfg server.Config) (*server.Server, error) {
+	return newServerOn(cfg, "")
+}
+
+// newServerOn is newServerIn on the PostgreSQL database dsn ("" for bbolt).
+func newServerOn(cfg server.Config, dsn string) (*server.Server, error) {
+	st, created, err := cli.OpenStore(context.Background(), cfg.DataDir, dsn, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Store, cfg.StoreCreated = st, created
+	return server.New(cfg)
 }

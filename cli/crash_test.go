@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/gardend/gardend/server"
-	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // Crash test shape. GARDEND_CRASH_ROUNDS sets the rounds (CI runs more);
@@ -109,7 +109,7 @@ func TestCrashSafety(t *testing.T) {
 
 	// A clean stop, then the checks once more on the database the server left.
 	proc.stop()
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{Timeout: 5 * time.Second})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,20 +135,36 @@ func (c crashTotals) String() string {
 		c.acked, c.inFlight, c.leftovers)
 }
 
-// buildGardend compiles the module's main package into a temporary directory.
+// buildGardend compiles the module's main package, once per test binary, into the
+// directory TestMain removes at the end (binDir).
 func buildGardend(t *testing.T) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the crash test builds gardend and needs the go command in PATH: %v", err)
+	built.once.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			built.err = fmt.Errorf("the test builds gardend and needs the go command in PATH: %v", err)
+			return
+		}
+		bin := filepath.Join(binDir, "gardend")
+		cmd := exec.Command(goTool, "build", "-o", bin, "github.com/gardend/gardend")
+		cmd.Dir = ".." // the module root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		built.path = bin
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	bin := filepath.Join(t.TempDir(), "gardend")
-	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/gardend/gardend")
-	cmd.Dir = ".." // the module root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return built.path
+}
+
+// built is the binary buildGardend made.
+var built struct {
+	once sync.Once
+	path string
+	err  error
 }
 
 // gardendProc is one running `gardend serve`.
@@ -296,7 +312,7 @@ func (p *gardendProc) stop() {
 // the sweep.
 func checkCrashedStore(t *testing.T, dir string) (leftovers int) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("open the database after the kill: %v", err)
 	}
@@ -312,7 +328,7 @@ func checkCrashedStore(t *testing.T, dir string) (leftovers int) {
 
 // checkStore runs both consistency checks and checks that every image path a garden
 // refers to is a file; it returns the paths.
-func checkStore(t *testing.T, when string, st *store.Store, dir string) map[string]bool {
+func checkStore(t *testing.T, when string, st *bolt.Store, dir string) map[string]bool {
 	t.Helper()
 	if err := st.Check(); err != nil {
 		t.Errorf("%s: bbolt check: %v", when, err)

@@ -42,6 +42,9 @@ func (l *crashLedger) verify(round int, base string) {
 			}
 		}
 	}
+	if l.dir == "" {
+		return // the images are in the database (a cluster): no files to check
+	}
 	for _, name := range imageFiles(l.t, l.dir) {
 		switch rel := server.ImageDirName + "/" + name; {
 		case strings.HasPrefix(name, ".tmp-"):

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // TestErrorsNameTheProblem pins the messages of mistakes a newcomer makes: each says
@@ -25,7 +25,7 @@ func TestErrorsNameTheProblem(t *testing.T) {
 	})
 	t.Run("database path names it once", func(t *testing.T) {
 		dir := t.TempDir()
-		db := filepath.Join(dir, store.FileName)
+		db := filepath.Join(dir, bolt.FileName)
 		if err := os.Mkdir(db, 0o700); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +21,7 @@ import (
 	"github.com/gardend/gardend/server"
 	"github.com/gardend/gardend/server/plantmap"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 func newImportCommand(g *globalOptions) *cobra.Command {
@@ -83,7 +86,7 @@ func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
 	}
-	st, images, closeStore, err := o.openTarget()
+	st, images, closeStore, err := o.openTarget(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -127,22 +130,35 @@ func openDump(cmd *cobra.Command, path string) (io.Reader, int64, func(), error)
 	return f, size, func() { f.Close() }, nil
 }
 
-// openTarget opens the data directory's database for the import. A dry run opens an
-// existing database read-only and plans against an empty throwaway one where there is
-// none, so it writes nothing at all. The import needs the database to itself: serve
-// must not run.
-func (o *importPlantMapOptions) openTarget() (*store.Store, plantmap.Images, func(), error) {
+// openTarget opens the database for the import. A dry run opens an existing bbolt
+// database read-only and plans against an empty throwaway one where there is none, so
+// it writes nothing at all; the import itself needs the bbolt file to itself (serve
+// must not run). A PostgreSQL database is shared: nodes may serve it meanwhile (the
+// import's transaction is SERIALIZABLE), and a dry run there only reads.
+func (o *importPlantMapOptions) openTarget(ctx context.Context) (plantmap.Store, plantmap.Images, func(), error) {
+	if _, pg := o.global.postgresDSN(); pg {
+		st, _, err := openStore(ctx, o.global, nil, nil)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		closeStore := func() { st.Close() }
+		shared, ok := st.(store.Shared)
+		if !ok || o.dryRun {
+			return st, nil, closeStore, nil
+		}
+		return st, contentImages{ctx: ctx, content: shared}, closeStore, nil
+	}
 	dir := o.global.dataDir
-	path := filepath.Join(dir, store.FileName)
+	path := o.global.boltPath()
 	_, statErr := os.Stat(path)
-	opts := store.Options{Timeout: store.DefaultOpenTimeout}
+	opts := bolt.Options{Timeout: bolt.DefaultOpenTimeout}
 	if o.dryRun {
 		if statErr != nil {
 			tmp, err := os.MkdirTemp("", "gardend-import-dry-run-")
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			st, err := store.Open(filepath.Join(tmp, store.FileName), opts)
+			st, err := bolt.Open(filepath.Join(tmp, bolt.FileName), opts)
 			if err != nil {
 				os.RemoveAll(tmp)
 				return nil, nil, nil, err
@@ -151,7 +167,7 @@ func (o *importPlantMapOptions) openTarget() (*store.Store, plantmap.Images, fun
 		}
 		opts.ReadOnly = true
 	}
-	st, err := store.Open(path, opts)
+	st, err := bolt.Open(path, opts)
 	if errors.Is(err, store.ErrLocked) {
 		return nil, nil, nil, fmt.Errorf("%w: stop gardend serve on %s, import, then start it again", err, dir)
 	}
@@ -167,6 +183,21 @@ func (o *importPlantMapOptions) openTarget() (*store.Store, plantmap.Images, fun
 		return nil, nil, nil, err
 	}
 	return st, images, func() { st.Close() }, nil
+}
+
+// contentImages puts an import's images into a database that keeps image content.
+type contentImages struct {
+	ctx     context.Context
+	content store.ImageContent
+}
+
+func (c contentImages) Put(data []byte) (string, error) {
+	rel, _, err := c.content.PutImage(c.ctx, 0, bytes.NewReader(data))
+	return rel, err
+}
+
+func (c contentImages) Remove(rel string) error {
+	return c.content.RemoveImage(context.WithoutCancel(c.ctx), rel)
 }
 
 // printImport writes the report: problems, what happened per model, the ids that

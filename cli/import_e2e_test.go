@@ -17,7 +17,7 @@ import (
 
 	"github.com/gardend/gardend/server/plantmap/plantmaptest"
 	"github.com/gardend/gardend/spatial/demo"
-	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // runBinary runs the built gardend with args (and stdin), outside the GARDEND_*
@@ -259,7 +259,7 @@ func TestImportPlantMapEndToEnd(t *testing.T) {
 
 	// Every user who logged in now has an argon2id hash.
 	p.stop()
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{ReadOnly: true})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

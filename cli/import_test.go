@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gardend/gardend/server/plantmap/plantmaptest"
-	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 func writeDump(t *testing.T, entries []plantmaptest.Entry) string {
@@ -92,7 +92,7 @@ func TestImportPlantMapIntoUsedData(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	wantLines(t, out, "new ids of auth.user (dump pk→gardend id): 1→2, 2→3, 3→4, 4→5, 5→6")
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{ReadOnly: true})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,14 +25,14 @@ type inspectOptions struct {
 type inspectView struct {
 	name, short string
 	// fetch runs the operation; table prints its answer.
-	fetch func(ctx context.Context, dataDir string) (any, error)
+	fetch func(ctx context.Context, g *globalOptions) (any, error)
 	table func(tw io.Writer, v any)
 }
 
 // inspection binds an operation to the table of its answer's type.
 func inspection[Resp any](name, short string, op server.AdminOp[Resp], table func(tw io.Writer, v Resp)) inspectView {
 	return inspectView{name: name, short: short,
-		fetch: func(ctx context.Context, dataDir string) (any, error) { return adminCall(ctx, dataDir, op) },
+		fetch: func(ctx context.Context, g *globalOptions) (any, error) { return adminCall(ctx, g, op) },
 		table: func(tw io.Writer, v any) { table(tw, v.(Resp)) },
 	}
 }
@@ -128,10 +128,10 @@ func newInspectCommand(g *globalOptions) *cobra.Command {
 }
 
 func (o *inspectOptions) run(cmd *cobra.Command, view inspectView) error {
-	if err := requireDatabase(o.global.dataDir); err != nil {
+	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
-	res, err := view.fetch(cmd.Context(), o.global.dataDir)
+	res, err := view.fetch(cmd.Context(), o.global)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gardend/gardend/cli"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // hostile holds what a registered user can put in a name: escape sequences that clear
@@ -22,7 +23,7 @@ const hostile = "Eve\x1b[2J\x1b[31m\r\n99\tforged\troot\u202e\u009b\xff"
 // character (but the newline ending each row) to the terminal.
 func TestTablesEscapeHostileNames(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ workers.`,
 }
 
 func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
-	if err := requireDatabase(o.global.dataDir); err != nil {
+	if err := requireDatabase(o.global); err != nil {
 		return err
 	}
 	if err := o.spatial.validate(); err != nil {
@@ -68,7 +68,7 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 	}
 	bar := newProgressBar(errOut, isTerminal(cmd.ErrOrStderr()))
 	var last pointcloud.Progress
-	err := adminStream(cmd.Context(), o.global.dataDir, server.PointCloudsSync{Garden: o.garden}, prepare, func(p pointcloud.Progress) error {
+	err := adminStream(cmd.Context(), o.global, server.PointCloudsSync{Garden: o.garden}, prepare, func(p pointcloud.Progress) error {
 		if p.Error != "" && !p.Final {
 			bar.note("warning: " + printable(p.Error))
 			return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/gardend/gardend/server"
 	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // gardenWithImage makes a data directory whose database has a garden pointing at an
@@ -22,7 +23,7 @@ import (
 // database. It returns the image's path relative to dir.
 func gardenWithImage(t *testing.T, dir string) string {
 	t.Helper()
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func killedRestore(t *testing.T, archive []byte, dir string, k int) (killed bool
 }
 
 func newServer(dir string) (*server.Server, error) {
-	return server.New(server.Config{
+	return newServerIn(server.Config{
 		DataDir: dir, Addr: "127.0.0.1:0", Logger: zerolog.Nop(),
 		Argon2: store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32},
 	})
@@ -187,7 +188,7 @@ func TestCommandsRefuseAHalfRestoredDirectory(t *testing.T) {
 	if in, _ := backup.Inspect(dir); in == nil || in.State != backup.MovingAside {
 		t.Fatalf("state %+v", in)
 	}
-	if _, err := os.Stat(filepath.Join(dir, store.FileName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, bolt.FileName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the database was not moved aside: %v", err)
 	}
 	for _, args := range [][]string{
@@ -207,7 +208,7 @@ func TestCommandsRefuseAHalfRestoredDirectory(t *testing.T) {
 			t.Errorf("%s: got %v", strings.Join(args, " "), err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, store.FileName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, bolt.FileName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a command created a database in the half-restored directory: %v", err)
 	}
 }
@@ -216,7 +217,7 @@ func TestCommandsRefuseAHalfRestoredDirectory(t *testing.T) {
 func startAndSweep(t *testing.T, dir string) string {
 	t.Helper()
 	var logs bytes.Buffer
-	srv, err := server.New(server.Config{DataDir: dir, Addr: "127.0.0.1:0", Logger: zerolog.New(&logs)})
+	srv, err := newServerIn(server.Config{DataDir: dir, Addr: "127.0.0.1:0", Logger: zerolog.New(&logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func TestStartUpSweepSparesAnotherDatabasesFiles(t *testing.T) {
 
 	// The database goes; a new one is made at the next start, and at the one after.
 	moved := filepath.Join(t.TempDir(), "elsewhere.db")
-	if err := os.Rename(filepath.Join(dir, store.FileName), moved); err != nil {
+	if err := os.Rename(filepath.Join(dir, bolt.FileName), moved); err != nil {
 		t.Fatal(err)
 	}
 	if logs := startAndSweep(t, dir); !exists(t, img) || !strings.Contains(logs, "another database's") {
@@ -265,7 +266,7 @@ func TestStartUpSweepSparesAnotherDatabasesFiles(t *testing.T) {
 	}
 
 	// The old database comes back: its id file with it, and its image is still there.
-	if err := os.Rename(moved, filepath.Join(dir, store.FileName)); err != nil {
+	if err := os.Rename(moved, filepath.Join(dir, bolt.FileName)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, server.DataIDFile), claimed, 0o600); err != nil {

@@ -13,6 +13,8 @@ const DefaultDataDir = "./gardend-data"
 
 type globalOptions struct {
 	dataDir string
+	// store is --store: "" for the bbolt file in dataDir, or a PostgreSQL URL.
+	store string
 	// configFile is the config file read (--config or GARDEND_CONFIG), if any.
 	configFile string
 }
@@ -47,7 +49,8 @@ environment, the config file, the default. Other flags (restore --force, inspect
 	})
 	root.PersistentFlags().StringVar(&g.dataDir, "data", DefaultDataDir, "data directory (database, images, point clouds)")
 	root.PersistentFlags().StringVar(&g.configFile, "config", "", "TOML file of configuration flags (default: $"+ConfigEnv+")")
-	markConfig(root.PersistentFlags(), "data")
+	root.PersistentFlags().StringVar(&g.store, "store", "", storeFlagHelp)
+	markConfig(root.PersistentFlags(), "data", "store")
 	root.AddCommand(
 		newServeCommand(g),
 		newAdminCommand(g),

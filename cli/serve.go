@@ -124,7 +124,11 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	defer server.ReserveHashingProcs(cfg.MaxHashing)()
 	log.Info().Int("max_hashing", cfg.MaxHashing).Int64("hashing_budget_mib", server.HashingMemory(store.DefaultArgon2, cfg.MaxHashing)>>20).
 		Int64("memory_limit_mib", debug.SetMemoryLimit(-1)>>20).Str("memory_limit_from", source).Msg("memory")
-	srv, err := server.New(cfg)
+	cfg.Store, cfg.StoreCreated, err = openStore(cmd.Context(), o.global, nil, &log)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(cfg) // closes the store on failure
 	if err != nil {
 		return err
 	}

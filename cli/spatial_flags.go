@@ -21,6 +21,7 @@ type spatialOptions struct {
 	cacheTTL    time.Duration
 	workers     int
 	maxBytes    byteSize
+	lease       time.Duration
 }
 
 func (o *spatialOptions) addFlags(f *pflag.FlagSet) {
@@ -32,7 +33,8 @@ func (o *spatialOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.cacheTTL, "spatial-cache-ttl", spatial.DefaultCacheTTL, "how long answers of the spatial server are reused (0 disables the cache)")
 	f.IntVar(&o.workers, "pointcloud-workers", pointcloud.DefaultWorkers, "point clouds downloaded at once in the background")
 	f.Var(&o.maxBytes, "pointcloud-max-bytes", "most bytes of point-cloud files kept (e.g. 2GiB); the least recently used are deleted beyond it, positions stay (0: no limit)")
-	markConfig(f, "spatial", "spatial-tls", "spatial-ca", "spatial-timeout", "spatial-concurrency", "spatial-cache-ttl", "pointcloud-workers", "pointcloud-max-bytes")
+	f.DurationVar(&o.lease, "pointcloud-lease", pointcloud.DefaultLease, "how long a node's claim on a point-cloud download holds unrenewed: the downloads of a node that dies wait this long for another (nodes sharing a database)")
+	markConfig(f, "spatial", "spatial-tls", "spatial-ca", "spatial-timeout", "spatial-concurrency", "spatial-cache-ttl", "pointcloud-workers", "pointcloud-max-bytes", "pointcloud-lease")
 }
 
 func (o *spatialOptions) validate() error {
@@ -45,6 +47,8 @@ func (o *spatialOptions) validate() error {
 		return errors.New("--spatial-cache-ttl must not be negative (0 disables the cache)")
 	case o.workers <= 0:
 		return errors.New("--pointcloud-workers must be at least 1")
+	case o.lease < 300*time.Millisecond:
+		return errors.New("--pointcloud-lease must be at least 300ms (it is renewed every third of it)")
 	}
 	return nil
 }
@@ -61,5 +65,5 @@ func (o *spatialOptions) clientConfig() spatial.ClientConfig {
 }
 
 func (o *spatialOptions) cloudConfig() pointcloud.Config {
-	return pointcloud.Config{Workers: o.workers, MaxBytes: int64(o.maxBytes)}
+	return pointcloud.Config{Workers: o.workers, MaxBytes: int64(o.maxBytes), Lease: o.lease}
 }

@@ -32,7 +32,7 @@ func TestUserCreateWithoutServer(t *testing.T) {
 	}
 
 	// The account works over HTTP, and is no site administrator.
-	srv, err := server.New(server.Config{DataDir: dir, Argon2: fieldArgon2, Logger: zerolog.Nop(), Registration: server.RegistrationClosed})
+	srv, err := newServerIn(server.Config{DataDir: dir, Argon2: fieldArgon2, Logger: zerolog.Nop(), Registration: server.RegistrationClosed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestUserCreateWithoutServer(t *testing.T) {
 // With serve running, the command goes through the admin socket.
 func TestUserCreateThroughRunningServer(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := server.New(server.Config{DataDir: dir, Addr: "127.0.0.1:0", AdminSocket: true, Argon2: fieldArgon2, Logger: zerolog.Nop()})
+	srv, err := newServerIn(server.Config{DataDir: dir, Addr: "127.0.0.1:0", AdminSocket: true, Argon2: fieldArgon2, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

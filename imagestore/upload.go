@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // Upload receives a PNG as a data URL written to it in pieces and stores it: the text
@@ -112,6 +113,15 @@ func (u *Upload) Finish() (width, height int, err error) {
 
 // Size is the number of image bytes stored so far.
 func (u *Upload) Size() int64 { return u.file.Size() }
+
+// Reader reads the image Finish accepted, from its temporary file, for a caller that
+// stores it elsewhere instead of committing it (then Abort deletes the file).
+func (u *Upload) Reader() (io.Reader, error) {
+	if !u.checked {
+		return nil, errors.New("store image: Reader without a successful Finish")
+	}
+	return u.file.reader(), nil
+}
 
 // Commit stores the image Finish accepted and returns its image path (see
 // Pending.Commit).

@@ -47,10 +47,13 @@ type world struct {
 	project string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldOn(t, boltBackend) }
+
+// newWorldOn is newWorld on the backend b.
+func newWorldOn(t *testing.T, b backend) *world {
 	ds := demo.Generate(demo.Options{Seed: 1, Beds: 1, Plants: 3})
 	addr := startDemoSpatial(t, ds, demo.ServerOptions{}).Addr()
-	w := &world{project: ds.Beds[0].ProjectUUID, ts: newTestServer(t, func(cfg *server.Config) { cfg.Spatial.Addr = addr })}
+	w := &world{project: ds.Beds[0].ProjectUUID, ts: newTestServerOn(t, b, func(cfg *server.Config) { cfg.Spatial.Addr = addr })}
 	for c := stranger; c < siteAdmin; c++ {
 		w.tokens[c] = w.ts.register(callerNames[c])
 	}
@@ -217,7 +220,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 			want: [numCallers]int{unauth, missing, missing, missing, missing, missing, missing, missing}},
 	}
 
-	w := newWorld(t)
+	// The same answers whichever backend keeps the records.
+	bothBackends(t, func(t *testing.T, b backend) { runMatrix(t, newWorldOn(t, b), rows) })
+}
+
+func runMatrix(t *testing.T, w *world, rows []matrixRow) {
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			for c := range numCallers {

@@ -323,7 +323,7 @@ func TestRequestIDAndCORS(t *testing.T) {
 		t.Fatalf("foreign origin got %q", got)
 	}
 	for _, bad := range []string{"plantmap.example", "https://plantmap.example/app", "ftp://x", "https://"} {
-		_, err := server.New(server.Config{DataDir: t.TempDir(), CORSOrigins: []string{bad}})
+		_, err := newServer(t, server.Config{DataDir: t.TempDir(), CORSOrigins: []string{bad}})
 		if err == nil || !strings.Contains(err.Error(), "scheme://host") {
 			t.Errorf("origin %q: %v", bad, err)
 		}

@@ -14,8 +14,10 @@ import (
 // holds the database, and through the admin socket when one does, so both paths share
 // one implementation.
 type Admin struct {
-	store *store.Store
+	store store.Backend
 	pw    *store.Passwords
+	// dataDir is the node's data directory (backups read it).
+	dataDir string
 	// afterRemove is the server's clean-up after a deletion; nil when the CLI runs
 	// without a server, whose start-up sweep then deletes unreferenced files.
 	afterRemove func(ctx context.Context, removed store.Removed)
@@ -28,9 +30,9 @@ type Admin struct {
 	backups *backupState
 }
 
-// NewAdmin binds the operations to a store.
-func NewAdmin(st *store.Store, pw *store.Passwords) *Admin {
-	return &Admin{store: st, pw: pw, backups: newBackupState()}
+// NewAdmin binds the operations to a store and the node's data directory.
+func NewAdmin(st store.Backend, pw *store.Passwords, dataDir string) *Admin {
+	return &Admin{store: st, pw: pw, dataDir: dataDir, backups: newBackupState()}
 }
 
 // Each admin operation is a request type (adminops.go lists them) that knows its name

@@ -16,7 +16,7 @@ import (
 // answers values as NDJSON lines (the same values the operation gives in process),
 // a download as its media type, and failures as problems with their status.
 func TestAdminSocketOps(t *testing.T) {
-	s, err := New(Config{DataDir: t.TempDir(), Argon2: store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}})
+	s, err := newForTest(t, Config{DataDir: t.TempDir(), Argon2: store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,17 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
-	"path/filepath"
+	"os"
 	"runtime/debug"
 	"strings"
 
 	"github.com/gardend/gardend/server/backup"
+	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/store"
 )
 
@@ -37,19 +41,73 @@ func (a *Admin) startBackup(ctx context.Context) (backupRun, error) {
 	default:
 		return nil, &apiError{status: http.StatusServiceUnavailable, detail: "other backups are running; try again when one has finished"}
 	}
-	dataDir := filepath.Dir(a.store.Path())
+	src := a.backupSource(ctx)
 	return func(w io.Writer) (*backup.Result, error) {
 		defer func() { <-a.backups.slots }()
-		return a.backups.writer.Write(ctx, w, backup.Source{
-			DataDir:        dataDir,
-			Database:       filepath.Base(a.store.Path()),
-			Snapshot:       a.store.WriteSnapshot,
-			Skip:           []string{AdminSocketName, SigningKeyFileName},
-			SchemaVersion:  store.SchemaVersion(),
-			GardendVersion: gardendVersion(),
-			Created:        a.store.Now(),
-		})
+		return a.backups.writer.Write(ctx, w, src)
 	}, nil
+}
+
+// RecordsName is the database entry of a backup of a shared backend: every record
+// as a store archive (JSON lines).
+const RecordsName = "records.jsonl"
+
+// backupSource says what a backup holds. A bbolt database is copied as its file, with
+// every other file of the data directory. A shared database (PostgreSQL) keeps no
+// file: its records are written as a store archive, the image content it keeps goes
+// beside them as the files a bbolt install would have (images/…), and of the node's
+// data directory only its point-cloud cache and identity go along. Either restores
+// into either backend.
+func (a *Admin) backupSource(ctx context.Context) backup.Source {
+	src := backup.Source{
+		DataDir:        a.dataDir,
+		Skip:           []string{AdminSocketName, SigningKeyFileName},
+		GardendVersion: gardendVersion(),
+		Created:        a.store.Now(),
+	}
+	shared, isShared := a.store.(store.Shared)
+	if snap, ok := a.store.(store.Snapshotter); ok && !isShared {
+		src.Database, src.Snapshot, src.SchemaVersion = snap.SnapshotName(), snap.WriteSnapshot, snap.SchemaVersion()
+		return src
+	}
+	src.Database, src.DatabaseFormat, src.SchemaVersion = RecordsName, backup.DatabaseArchive, store.ArchiveFormat
+	src.Only = []string{pointcloud.DirName, DataIDFile}
+	src.Snapshot = func(w io.Writer) (int64, error) {
+		cw := &countingWriter{w: w}
+		err := a.store.Export(ctx, cw)
+		return cw.n, err
+	}
+	if isShared {
+		src.Extra = func(snapshot string) ([]backup.Extra, error) { return imageEntries(ctx, snapshot, shared) }
+	}
+	return src
+}
+
+// imageEntries lists the images the gardens of a records archive show, each read
+// from content when the backup copies it.
+func imageEntries(ctx context.Context, records string, content store.ImageContent) ([]backup.Extra, error) {
+	f, err := os.Open(records)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []backup.Extra
+	_, err = store.ReadArchive(ctx, f, func(kind string, rec any) error {
+		if g, ok := rec.(*store.ArchivedGarden); ok && g.ImagePath != nil {
+			path := *g.ImagePath
+			out = append(out, backup.Extra{Path: path, Open: func() (io.ReadCloser, error) {
+				rc, _, err := content.OpenImage(ctx, path)
+				if errors.Is(err, store.ErrNotFound) {
+					// Replaced (and removed) since the snapshot: missing, as a file
+					// deleted during a backup is.
+					return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+				}
+				return rc, err
+			}})
+		}
+		return nil
+	})
+	return out, err
 }
 
 // BackupCreate streams a backup archive ("backup.create").

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,12 +30,10 @@ func (f *failAfter) Write(b []byte) (int, error) {
 
 func newTestAdmin(t *testing.T) *Admin {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), store.FileName), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := t.TempDir()
+	st := openTestBolt(t, dir)
 	t.Cleanup(func() { st.Close() })
-	return NewAdmin(st, store.NewPasswords(store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}, 1))
+	return NewAdmin(st, store.NewPasswords(store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}, 1), dir)
 }
 
 // download starts a backup and returns its writer.

@@ -14,6 +14,7 @@ import (
 	"github.com/gardend/gardend/server"
 	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // siteAdmin creates a site administrator directly in the store and logs it in.
@@ -58,7 +59,7 @@ func TestAdminBackupEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	// .gardend-id travels with the files it claims for the database.
-	if len(m.Entries) != 3 || m.Entries[1].Path != server.DataIDFile || m.Entries[2].Path != "images/abc.png" || m.SchemaVersion != store.SchemaVersion() {
+	if len(m.Entries) != 3 || m.Entries[1].Path != server.DataIDFile || m.Entries[2].Path != "images/abc.png" || m.SchemaVersion != bolt.SchemaVersion() {
 		t.Fatalf("manifest %+v", m)
 	}
 
@@ -66,7 +67,7 @@ func TestAdminBackupEndpoint(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "restored")
 	_, err = backup.Restore(bytes.NewReader(body), target, backup.RestoreOptions{
 		CheckDB: func(path string, _ *backup.Manifest) error {
-			st, err := store.Open(path, store.Options{ReadOnly: true})
+			st, err := bolt.Open(path, bolt.Options{ReadOnly: true})
 			if err != nil {
 				return err
 			}

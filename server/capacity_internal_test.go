@@ -22,7 +22,7 @@ func newInternalServer(t *testing.T, edit func(*Config)) *Server {
 	if edit != nil {
 		edit(&cfg)
 	}
-	s, err := New(cfg)
+	s, err := newForTest(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,26 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gardend/gardend/imagestore"
 	"github.com/gardend/gardend/server/atomicfile"
 	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/store"
 )
-
-// openStore opens the data directory's database unless a restore is pending or
-// running there (backup.Guard): on a half-restored directory it would open, or
-// create, a database that does not match the files beside it, and the start-up sweeps
-// would then delete files the restore still needs. fresh reports that the database
-// file did not exist before.
-func openStore(cfg Config, observeTx func(write bool, d time.Duration)) (st *store.Store, fresh bool, err error) {
-	path := filepath.Join(cfg.DataDir, store.FileName)
-	err = backup.Guard(cfg.DataDir, func() error {
-		_, statErr := os.Stat(path)
-		fresh = errors.Is(statErr, fs.ErrNotExist)
-		st, err = store.Open(path, store.Options{Now: cfg.Now, ObserveTx: observeTx})
-		return err
-	})
-	return st, fresh, err
-}
 
 // DataIDFile, in the data directory, names the database whose files (images/,
 // pointclouds/) lie beside it: store.DataID. The start-up sweeps delete files no record
@@ -68,6 +53,7 @@ func (s *Server) sweep(freshDB bool) error {
 //     file is written now); otherwise the files are another generation's, and stay so.
 //   - no DataIDFile, and the database has just been given its id: a data directory of
 //     a gardend from before DataIDFile existed: its own (the file is written now).
+//   - no DataIDFile and no files: its own (a new node of a shared database).
 //   - no DataIDFile otherwise: the database never claimed the files: not its own.
 func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
 	id, created, err := s.store.DataID()
@@ -84,12 +70,12 @@ func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
 	case claimed == id:
 		return true, "", nil
 	case claimed != "":
-		return false, fmt.Sprintf("%s names database %s, but %s is database %s: the files beside it are another database's", DataIDFile, oneLine(claimed), store.FileName, id), nil
+		return false, fmt.Sprintf("%s names database %s, but the store is database %s: the files beside it are another database's", DataIDFile, oneLine(claimed), id), nil
 	case freshDB:
 		if n := s.countDataFiles(); n > 0 {
 			return false, fmt.Sprintf("the database is new, but the data directory already holds %d image or point-cloud files of another: delete them by hand if they are not needed", n), nil
 		}
-	case !created:
+	case !created && s.countDataFiles() > 0:
 		return false, fmt.Sprintf("%s is missing: the database never claimed the files beside it; if they are its own, write %s into %s", DataIDFile, id, path), nil
 	}
 	if err := atomicfile.WriteFile(path, []byte(id+"\n"), atomicfile.Options{}); err != nil {
@@ -118,8 +104,8 @@ func (s *Server) countDataFiles() int {
 // image files and point clouds nobody refers to.
 func (s *Server) afterRemove(ctx context.Context, removed store.Removed) {
 	for _, rel := range removed.ImagePaths {
-		if err := s.images.Remove(rel); err != nil {
-			s.log.Error().Err(err).Str("image_path", rel).Msg("remove image file; the next start-up sweep deletes it")
+		if err := s.images.RemoveImage(context.WithoutCancel(ctx), rel); err != nil {
+			s.log.Error().Err(err).Str("image_path", rel).Msg("remove image; the next sweep deletes it")
 		}
 	}
 	for _, project := range removed.BedUUIDs {
@@ -129,15 +115,24 @@ func (s *Server) afterRemove(ctx context.Context, removed store.Removed) {
 	}
 }
 
-// sweepImages deletes image files no garden refers to, left by a crash between writing
-// a file and committing its record or between a commit and deleting the old file. It
-// runs before serving, as imagestore.Sweep requires.
+// sweepImages deletes images no garden refers to, left by a crash between writing an
+// image and committing its record or between a commit and deleting the old one. It
+// runs before serving, as imagestore.Sweep requires. With a shared backend the node's
+// upload directory holds only files being uploaded, and the content in the database is
+// swept with a grace period (sweepSharedImages), since other nodes upload meanwhile.
 func (s *Server) sweepImages() error {
+	if s.shared != nil {
+		if _, err := s.uploads.Sweep(func(string) bool { return false }); err != nil {
+			s.log.Warn().Err(err).Msg("sweep upload files")
+		}
+		s.sweepSharedImages(context.Background())
+		return nil
+	}
 	keep, err := s.store.ImagePaths()
 	if err != nil {
 		return err
 	}
-	removed, err := s.images.Sweep(func(rel string) bool { return keep[rel] })
+	removed, err := s.uploads.Sweep(func(rel string) bool { return keep[rel] })
 	if len(removed) > 0 {
 		s.log.Info().Strs("image_paths", removed).Msg("swept image files no garden refers to")
 	}
@@ -147,12 +142,48 @@ func (s *Server) sweepImages() error {
 	return nil
 }
 
+// sharedImageGrace is how old image content no garden shows must be before a sweep
+// deletes it: older than any upload still in flight on some node (an upload takes at
+// most its body timeout plus a second per BodyMinRate bytes; an hour covers the
+// largest at the slowest rate allowed by default).
+const sharedImageGrace = time.Hour
+
+// sweepSharedImages deletes image content of a shared backend that no garden shows and
+// that is older than sharedImageGrace. Every node runs it; they delete the same rows.
+func (s *Server) sweepSharedImages(ctx context.Context) {
+	n, err := s.shared.SweepUnreferencedImages(ctx, sharedImageGrace)
+	switch {
+	case err != nil:
+		s.log.Warn().Err(err).Msg("sweep image content no garden shows")
+	case n > 0:
+		s.log.Info().Int("images", n).Msg("swept image content no garden shows")
+	}
+}
+
+// UploadDirName is the directory of a node's upload files with a shared backend; with
+// bbolt, uploads go straight into ImageDirName.
+const UploadDirName = "uploads"
+
+// openImages opens where the garden images' bytes live (see imagecontent.go) and the
+// directory uploads stream into.
+func openImages(dataDir string, shared store.Shared) (*imagestore.Store, store.ImageContent, error) {
+	if shared != nil {
+		uploads, err := imagestore.Open(filepath.Join(dataDir, UploadDirName))
+		return uploads, shared, err
+	}
+	dir, err := imagestore.Open(filepath.Join(dataDir, ImageDirName))
+	if err != nil {
+		return nil, nil, err
+	}
+	return dir, imageFiles{dir: dir}, nil
+}
+
 // sweepPointClouds deletes the point-cloud files no bed or queued download refers to
 // (pointcloud.Files.Sweep), unless a restore is pending in the data directory: the
 // files may be the restore's to move.
 func (s *Server) sweepPointClouds() error {
-	// New opens the store only when no restore is pending (openStore); this guards
-	// against one begun since.
+	// The cli opens a bbolt store only when no restore is pending (cli.openStore);
+	// this guards against one begun since.
 	if in, err := backup.Inspect(s.cfg.DataDir); err != nil || in != nil {
 		s.log.Warn().Err(err).Msg("a restore is pending in the data directory; point-cloud files are not swept")
 		return nil

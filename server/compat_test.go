@@ -154,7 +154,7 @@ func TestCompatLineGap(t *testing.T) {
 		if err := server.CheckCompatLineGap(bad); err == nil || !strings.Contains(err.Error(), "--compat-line-gap") {
 			t.Errorf("gap %v: %v", bad, err)
 		}
-		if _, err := server.New(server.Config{DataDir: t.TempDir(), CompatLineGap: bad}); err == nil {
+		if _, err := newServer(t, server.Config{DataDir: t.TempDir(), CompatLineGap: bad}); err == nil {
 			t.Errorf("New accepted a gap of %v", bad)
 		}
 	}

@@ -58,6 +58,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error().Err(err).Str("request_id", requestID(r)).Str("path", r.URL.Path).Msg("internal error")
 		p.Detail = internalDetail
 	}
+	if errors.Is(err, store.ErrUnavailable) {
+		s.log.Warn().Err(err).Str("request_id", requestID(r)).Str("path", r.URL.Path).Msg("database unavailable")
+	}
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", "Token")
 	}
@@ -82,6 +85,12 @@ func problemFor(err error) problem {
 		return p
 	case errors.As(err, &valid):
 		return newProblem(http.StatusBadRequest, valid.Error(), valid.Fields)
+	case errors.Is(err, store.ErrUnavailable):
+		// The database did not answer in time (down, failing over, overloaded): the
+		// request may simply be sent again. What went wrong is logged, not sent.
+		p := newProblem(http.StatusServiceUnavailable, "the database is unavailable; try again in a moment", nil)
+		p.retryAfter = dbRetryAfter
+		return p
 	case errors.Is(err, context.Canceled):
 		// The client went away while the request waited (for a hashing slot, say):
 		// nothing failed on our side, and nobody reads the answer.
@@ -147,3 +156,7 @@ func formatBytes(n int64) string {
 func retrySeconds(d time.Duration) int64 {
 	return max(1, int64((d+time.Second-1)/time.Second))
 }
+
+// dbRetryAfter is the Retry-After of a 503 for an unavailable database: a restart or
+// failover of PostgreSQL takes seconds.
+const dbRetryAfter = 2 * time.Second

@@ -58,7 +58,7 @@ func fieldNewServer(t testing.TB, clock *fieldClock, edit func(*server.Config)) 
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv, err := server.New(cfg)
+	srv, err := newServer(t, cfg)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
@@ -69,7 +69,7 @@ func fieldNewServer(t testing.TB, clock *fieldClock, edit func(*server.Config)) 
 // fieldCreateUser creates a normal user through the admin operation the CLI uses.
 func fieldCreateUser(t testing.TB, srv *server.Server, username, password string) {
 	t.Helper()
-	admin := server.NewAdmin(srv.Store(), store.NewPasswords(fieldArgon2, 1))
+	admin := server.NewAdmin(srv.Store(), store.NewPasswords(fieldArgon2, 1), t.TempDir())
 	op := server.UsersCreate{Username: username, Password: password, FirstName: "F", LastName: "L"}
 	if err := server.RunAdmin(context.Background(), admin, op, func(store.User) error { return nil }); err != nil {
 		t.Fatalf("create user %s: %v", username, err)

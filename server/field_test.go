@@ -50,7 +50,7 @@ func TestRegistrationMode(t *testing.T) {
 		fieldStatus(t, fieldLogin(t, h, "carol", fieldPassword, ""), http.StatusOK)
 	})
 	t.Run("unknown mode", func(t *testing.T) {
-		_, err := server.New(server.Config{DataDir: t.TempDir(), Registration: "invite-only"})
+		_, err := newServer(t, server.Config{DataDir: t.TempDir(), Registration: "invite-only"})
 		if err == nil || !strings.Contains(err.Error(), "use open or closed") {
 			t.Fatalf("error %v, want one naming the modes", err)
 		}
@@ -262,7 +262,7 @@ func TestTLSConfigErrors(t *testing.T) {
 		{"mismatched pair", otherCert, keyFile, "private key does not match"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := server.New(server.Config{DataDir: t.TempDir(), TLSCertFile: tc.cert, TLSKeyFile: tc.key})
+			_, err := newServer(t, server.Config{DataDir: t.TempDir(), TLSCertFile: tc.cert, TLSKeyFile: tc.key})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to mention %q", err, tc.want)
 			}

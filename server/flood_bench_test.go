@@ -44,7 +44,7 @@ func newFlood(tb testing.TB, edit func(*server.Config)) *flood {
 		}
 	})
 	f := &flood{tb: tb, srv: srv, username: "farmer", password: "office-8am-login"}
-	admin := server.NewAdmin(srv.Store(), store.NewPasswords(store.DefaultArgon2, 1))
+	admin := server.NewAdmin(srv.Store(), store.NewPasswords(store.DefaultArgon2, 1), tb.TempDir())
 	op := server.UsersCreate{Username: f.username, Password: f.password, FirstName: "F", LastName: "L"}
 	if err := server.RunAdmin(context.Background(), admin, op, func(store.User) error { return nil }); err != nil {
 		tb.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gardend/gardend/server"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // BenchmarkListGardens lists GET /gardens for two users of a database of 10,000
@@ -51,7 +52,7 @@ func BenchmarkListGardens(b *testing.B) {
 // gardens of different companies.
 func seedGardens(b *testing.B, dir string, companies, perCompany int) {
 	b.Helper()
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{NoSync: true})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
 	}

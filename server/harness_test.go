@@ -30,7 +30,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// harness is a whole server on a real bbolt file, driven through its handler.
+// harness is a whole server on a real database, driven through its handler.
 type harness struct {
 	t     testing.TB
 	srv   *server.Server
@@ -40,12 +40,18 @@ type harness struct {
 
 func newHarness(t testing.TB, mutate ...func(*server.Config)) *harness {
 	t.Helper()
+	return newHarnessOn(t, boltBackend, mutate...)
+}
+
+// newHarnessOn is newHarness on the backend b.
+func newHarnessOn(t testing.TB, b backend, mutate ...func(*server.Config)) *harness {
+	t.Helper()
 	clock := &fakeClock{t: time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)}
 	cfg := server.Config{DataDir: t.TempDir(), Argon2: cheapArgon2, Now: clock.Now}
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	srv, err := server.New(cfg)
+	srv, err := newServerOn(t, b, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

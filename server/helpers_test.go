@@ -20,28 +20,37 @@ import (
 // testServer is a real server (bbolt file, image directory) in a temporary data
 // directory, driven through its whole HTTP stack without a listener.
 type testServer struct {
-	tb  testing.TB
-	cfg server.Config
-	srv *server.Server
+	tb      testing.TB
+	cfg     server.Config
+	backend backend
+	srv     *server.Server
 }
 
-// newTestServer starts a server on a fresh data directory; configure adjusts the
-// config first. At cleanup the database must pass bbolt's and the index check.
+// newTestServer starts a server on a fresh data directory and its bbolt file;
+// configure adjusts the config first. At cleanup the database must pass the storage
+// and the index check.
 func newTestServer(tb testing.TB, configure ...func(*server.Config)) *testServer {
+	tb.Helper()
+	return newTestServerOn(tb, boltBackend, configure...)
+}
+
+// newTestServerOn is newTestServer on the backend b.
+func newTestServerOn(tb testing.TB, b backend, configure ...func(*server.Config)) *testServer {
 	tb.Helper()
 	cfg := server.Config{DataDir: tb.TempDir(), Argon2: cheapArgon2}
 	for _, f := range configure {
 		f(&cfg)
 	}
-	ts := &testServer{tb: tb, cfg: cfg}
+	ts := &testServer{tb: tb, cfg: cfg, backend: b}
 	ts.start()
 	tb.Cleanup(func() { ts.stop() })
 	return ts
 }
 
+// start opens the store and starts the server on it.
 func (ts *testServer) start() {
 	ts.tb.Helper()
-	srv, err := server.New(ts.cfg)
+	srv, err := newServerOn(ts.tb, ts.backend, ts.cfg)
 	if err != nil {
 		ts.tb.Fatal(err)
 	}
@@ -57,7 +66,7 @@ func (ts *testServer) stop() {
 	}
 	st := ts.srv.Store()
 	if err := st.Check(); err != nil {
-		ts.tb.Errorf("bbolt check: %v", err)
+		ts.tb.Errorf("storage check: %v", err)
 	}
 	if err := st.CheckIndexes(); err != nil {
 		ts.tb.Errorf("index check: %v", err)
@@ -73,7 +82,7 @@ func (ts *testServer) restart() {
 	ts.start()
 }
 
-func (ts *testServer) store() *store.Store { return ts.srv.Store() }
+func (ts *testServer) store() store.Backend { return ts.srv.Store() }
 
 type response struct {
 	code   int

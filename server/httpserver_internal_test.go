@@ -21,7 +21,7 @@ import (
 // http.Server settings, observe's wrapped ResponseWriter) on a real listener.
 func TestStreamingWriteDeadline(t *testing.T) {
 	const writeTimeout, step, lines = 150 * time.Millisecond, 100 * time.Millisecond, 5
-	s, err := New(Config{DataDir: t.TempDir(), WriteTimeout: writeTimeout, Logger: zerolog.Nop(),
+	s, err := newForTest(t, Config{DataDir: t.TempDir(), WriteTimeout: writeTimeout, Logger: zerolog.Nop(),
 		Argon2: store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -64,7 +66,7 @@ func (s *Server) handleUploadImage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rel, err := up.Commit()
+	rel, err := s.storeUpload(r.Context(), g.ID, up)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -105,7 +107,7 @@ func (s *Server) receiveImage(r *http.Request) (*imagestore.Upload, store.Coordi
 				}
 				return nil
 			}
-			if up, err = s.images.NewUpload(); err != nil {
+			if up, err = s.uploads.NewUpload(); err != nil {
 				return storeError{err}
 			}
 			return v.Stream(uploadWriter{up})
@@ -161,7 +163,7 @@ func (s *Server) replaceGardenImage(ctx context.Context, gardenID uint64, data [
 	if err != nil {
 		return imageUploaded{}, err
 	}
-	rel, err := s.images.Put(data)
+	rel, _, err := s.images.PutImage(ctx, gardenID, bytes.NewReader(data))
 	if err != nil {
 		return imageUploaded{}, err
 	}
@@ -176,9 +178,9 @@ func (s *Server) replaceGardenImage(ctx context.Context, gardenID uint64, data [
 func (s *Server) setGardenImage(ctx context.Context, gardenID uint64, rel string, coords store.Coordinates) error {
 	old, err := s.store.SetGardenImage(gardenID, rel, coords)
 	if err != nil {
-		// The record still points at the old image; the new file must not stay.
-		if rmErr := s.images.Remove(rel); rmErr != nil {
-			s.log.Error().Err(rmErr).Str("image_path", rel).Msg("remove image of a failed upload; the next start-up sweep deletes it")
+		// The record still points at the old image; the new one must not stay.
+		if rmErr := s.images.RemoveImage(context.WithoutCancel(ctx), rel); rmErr != nil {
+			s.log.Error().Err(rmErr).Str("image_path", rel).Msg("remove image of a failed upload; the next sweep deletes it")
 		}
 		return err
 	}
@@ -196,7 +198,7 @@ func (s *Server) handleGetImage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	f, size, coords, err := s.openImage(g.ID)
+	f, size, coords, err := s.openImage(r.Context(), g.ID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -228,17 +230,22 @@ func (s *Server) handleGetImage(w http.ResponseWriter, r *http.Request) {
 }
 
 // openImage opens the garden's image with the coordinates of the same upload. An
-// upload running at the same time may delete the file between reading the record and
+// upload running at the same time may delete the image between reading the record and
 // opening it; reading the record again then finds the new one.
-func (s *Server) openImage(gardenID uint64) (io.ReadCloser, int64, store.Coordinates, error) {
+func (s *Server) openImage(ctx context.Context, gardenID uint64) (io.ReadCloser, int64, store.Coordinates, error) {
 	for attempt := 1; ; attempt++ {
 		rel, coords, err := s.store.GardenImage(gardenID)
 		if err != nil {
 			return nil, 0, nil, err
 		}
-		f, size, err := s.images.Open(rel)
-		if errors.Is(err, imagestore.ErrNotFound) && attempt < 3 {
+		f, size, err := s.images.OpenImage(ctx, rel)
+		if errors.Is(err, store.ErrNotFound) && attempt < 3 {
 			continue
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			// The record names content that is not there: the same answer as ever for
+			// a missing image file, whichever backend keeps it.
+			err = fmt.Errorf("image %s of garden %d: %w", rel, gardenID, imagestore.ErrNotFound)
 		}
 		return f, size, coords, err
 	}

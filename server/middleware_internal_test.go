@@ -37,7 +37,7 @@ func TestPanicBecomesProblemAndIsLogged(t *testing.T) {
 func TestAccessLogNeverHoldsSecrets(t *testing.T) {
 	var logs bytes.Buffer
 	dir := t.TempDir()
-	s, err := New(Config{DataDir: dir, Logger: zerolog.New(&logs)})
+	s, err := newForTest(t, Config{DataDir: dir, Logger: zerolog.New(&logs)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/gardend/gardend/docs"
+	"github.com/gardend/gardend/store/postgres"
+	"github.com/gardend/gardend/store/postgres/pgtest"
 )
 
 // Every response any test of this package sees, through a Server's handler or over
@@ -68,6 +70,9 @@ func init() {
 	wrapForTest = validateAgainstSpec
 }
 
+// TestMain runs the package's tests (internal and external), stops the PostgreSQL
+// server the tests that run on it started (backends_test.go), and fails the run on
+// any response that disagrees with docs/openapi.yaml.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if b := flag.Lookup("test.bench"); b != nil && b.Value.String() != "" {
@@ -75,7 +80,13 @@ func TestMain(m *testing.M) {
 		wrapForTest = nil
 		fmt.Fprintln(os.Stderr, "benchmarks run: responses are not validated against docs/openapi.yaml")
 	}
-	code := m.Run()
+	code := pgtest.Run(m, func(dsn string) error {
+		st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+		if err != nil {
+			return err
+		}
+		return st.Close()
+	})
 	apiSpec.mu.Lock()
 	defer apiSpec.mu.Unlock()
 	if testing.Verbose() {

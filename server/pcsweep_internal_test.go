@@ -12,7 +12,7 @@ import (
 // newSweepServer is a server on a fresh data directory with one bed of project kept.
 func newSweepServer(t *testing.T, kept string) *Server {
 	t.Helper()
-	s, err := New(Config{DataDir: t.TempDir(), Argon2: store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}})
+	s, err := newForTest(t, Config{DataDir: t.TempDir(), Argon2: store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestChildServer(t *testing.T) {
 	if dir == "" {
 		t.Skip("only as the child of an RSS benchmark")
 	}
-	srv, err := server.New(server.Config{DataDir: dir, Addr: "127.0.0.1:0", Argon2: cheapArgon2, Logger: zerolog.Nop()})
+	srv, err := newServer(t, server.Config{DataDir: dir, Addr: "127.0.0.1:0", Argon2: cheapArgon2, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,22 +5,33 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gardend/gardend/server"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // runServer starts the whole server on 127.0.0.1:0 and stops it at cleanup.
 func runServer(t testing.TB, cfg server.Config) (*server.Server, string, context.CancelFunc) {
 	t.Helper()
+	return runServerOn(t, boltBackend, cfg)
+}
+
+// runServerOn is runServer on the backend b.
+func runServerOn(t testing.TB, b backend, cfg server.Config) (*server.Server, string, context.CancelFunc) {
+	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	if cfg.Argon2 == (store.Argon2Params{}) {
 		cfg.Argon2 = cheapArgon2
 	}
-	srv, err := server.New(cfg)
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	srv, err := newServerOn(t, b, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +66,10 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 		t.Fatalf("healthz %d %s", res.StatusCode, body)
 	}
 
-	// A second server on the same data directory fails fast with a clear message.
+	// A second server cannot open the same data directory's database: it fails fast
+	// with a clear message.
 	start := time.Now()
-	_, err = server.New(server.Config{DataDir: dir, Argon2: cheapArgon2})
+	_, err = bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{})
 	if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second server: %v", err)
 	}

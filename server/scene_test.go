@@ -299,7 +299,7 @@ func TestSigningKeyDamaged(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, server.SigningKeyFileName), []byte("short"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := server.New(server.Config{DataDir: dir})
+	_, err := newServer(t, server.Config{DataDir: dir})
 	if err == nil || !strings.Contains(err.Error(), "delete it") {
 		t.Fatalf("New with a damaged key: %v", err)
 	}

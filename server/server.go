@@ -26,6 +26,15 @@ import (
 
 // Config is everything the server needs; cli builds it from flags and environment.
 type Config struct {
+	// Store is the database the server runs on, opened by the caller (cli.openStore:
+	// the bbolt file of the data directory, or PostgreSQL); the server closes it.
+	// StoreCreated says that opening it created it (no data yet), for the start-up
+	// sweeps (cleanup.go).
+	Store        store.Backend
+	StoreCreated bool
+	// DataDir holds what a node keeps of its own: the bbolt database and images with
+	// the default backend; the point-cloud cache, upload files and the admin socket
+	// with any.
 	DataDir string
 	Addr    string
 	// TokenTTL is the lifetime of a login token.
@@ -124,6 +133,10 @@ const (
 	// DefaultMaxBedsPerGarden: far above a farm's beds (the seed has 6), far below the
 	// thousands of made-up beds that let one tenant slow every other's listings.
 	DefaultMaxBedsPerGarden = 500
+	// ClusterQueuePoll is how often a node of a shared database looks at the download
+	// queue when nothing woke it: jobs other nodes queued, or left when they died,
+	// wait at most this long for it.
+	ClusterQueuePoll = 2 * time.Second
 	// DefaultShutdownTimeout: long enough for a beds stream of a large garden to end.
 	DefaultShutdownTimeout = 15 * time.Second
 	DefaultSweepInterval   = 10 * time.Minute
@@ -169,6 +182,15 @@ func (c *Config) setDefaults() {
 	if c.MaxBedsPerGarden == 0 {
 		c.MaxBedsPerGarden = DefaultMaxBedsPerGarden
 	}
+	if c.Clouds.Node == "" && c.DataDir != "" {
+		// Nodes on one database must have names of their own, stable across restarts:
+		// two on one host differ in their data directories.
+		dir, _ := filepath.Abs(c.DataDir)
+		c.Clouds.Node = pointcloud.DefaultNode() + ":" + dir
+	}
+	if _, shared := c.Store.(store.Shared); shared && c.Clouds.Poll == 0 {
+		c.Clouds.Poll = ClusterQueuePoll
+	}
 	c.Clouds = c.Clouds.WithDefaults()
 	c.setFieldDefaults()
 	c.setRegistrationDefaults()
@@ -176,10 +198,15 @@ func (c *Config) setDefaults() {
 
 // Server is the running service.
 type Server struct {
-	cfg     Config
-	log     zerolog.Logger
-	store   *store.Store
-	images  *imagestore.Store
+	cfg   Config
+	log   zerolog.Logger
+	store store.Backend
+	// images holds the garden images' bytes (imagecontent.go); uploads is the
+	// directory uploads stream into first (images/ itself with files).
+	images  store.ImageContent
+	uploads *imagestore.Store
+	// shared is the backend when several nodes share it (nil with bbolt).
+	shared  store.Shared
 	pw      *store.Passwords
 	admin   *Admin
 	metrics *metrics.Metrics
@@ -225,6 +252,14 @@ type testHooks struct {
 
 // New opens the data directory and builds the handler; Run serves it.
 func New(cfg Config) (*Server, error) {
+	s, err := newServer(cfg)
+	if err != nil && cfg.Store != nil {
+		cfg.Store.Close() // the server owns it from New on
+	}
+	return s, err
+}
+
+func newServer(cfg Config) (*Server, error) {
 	cfg.setDefaults()
 	if cfg.DataDir == "" {
 		return nil, errors.New("data directory is required")
@@ -245,35 +280,36 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	st := cfg.Store
+	if st == nil {
+		return nil, errors.New("a store is required (Config.Store)")
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	m := metrics.New(metrics.Build{Version: cfg.Build.Version, Revision: cfg.Build.Revision, Go: cfg.Build.Go})
-	st, fresh, err := openStore(cfg, m.ObserveTx)
+	if o, ok := st.(store.TxObserver); ok {
+		o.ObserveTx(m.ObserveTx)
+	}
+	cluster, _ := st.(store.Shared)
+	urlKey, err := loadSigningKey(cfg.DataDir, cluster)
 	if err != nil {
 		return nil, err
 	}
-	if b := st.MigrationBackup(); b != "" {
-		cfg.Logger.Info().Str("copy", b).Uint64("schema", store.SchemaVersion()).Msg("database schema migrated; the file was copied before (delete the copy once all is well)")
-	}
-	urlKey, err := loadSigningKey(cfg.DataDir)
+	uploads, images, err := openImages(cfg.DataDir, cluster)
 	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	images, err := imagestore.Open(filepath.Join(cfg.DataDir, ImageDirName))
-	if err != nil {
-		st.Close()
 		return nil, err
 	}
 	s := &Server{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		store:  st,
-		images: images,
-		pw:     store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
-		ready:  make(chan struct{}),
-		cap:    newCapacity(&cfg),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		store:   st,
+		images:  images,
+		uploads: uploads,
+		shared:  cluster,
+		pw:      store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
+		ready:   make(chan struct{}),
+		cap:     newCapacity(&cfg),
 
 		metrics: m,
 		pingDB:  shared(st.Ping),
@@ -285,17 +321,16 @@ func New(cfg Config) (*Server, error) {
 
 		cloudFiles: pointcloud.NewFiles(cfg.DataDir, cfg.Clouds.MaxBytes, cfg.Logger),
 	}
-	if err := s.sweep(fresh); err != nil {
-		st.Close()
+	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
 	}
 	s.cfg.Spatial.ObserveCall = m.ObserveSpatialCall
 	if err := s.openSpatial(); err != nil {
-		s.Close()
+		s.closeSpatial()
 		return nil, err
 	}
 	m.SetSources(s.metricSources())
-	s.admin = NewAdmin(st, s.pw)
+	s.admin = NewAdmin(st, s.pw, cfg.DataDir)
 	s.admin.afterRemove = s.afterRemove
 	s.admin.clouds = s.clouds
 	s.handler = s.buildHandler()
@@ -306,13 +341,14 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Store is the opened store, for tests that set up records directly.
-func (s *Server) Store() *store.Store { return s.store }
+func (s *Server) Store() store.Backend { return s.store }
 
 // Passwords is the password hasher, for tests that count hashes.
 func (s *Server) Passwords() *store.Passwords { return s.pw }
 
-// Images is the garden image store, for tests that inject faults into it.
-func (s *Server) Images() *imagestore.Store { return s.images }
+// Images is the directory uploads stream into (with a one-node backend the image
+// directory itself), for tests that inject faults into it.
+func (s *Server) Images() *imagestore.Store { return s.uploads }
 
 // Ready is closed once Run listens; Addr is valid after that.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
@@ -409,13 +445,17 @@ func (s *Server) Run(ctx context.Context) error {
 // Close releases the spatial client, the demo spatial server and the store. Call it
 // after Run returns.
 func (s *Server) Close() error {
+	s.closeSpatial()
+	return s.store.Close()
+}
+
+func (s *Server) closeSpatial() {
 	if s.spatial != nil {
 		s.spatial.Close()
 	}
 	if s.demo != nil {
 		s.demo.srv.Stop()
 	}
-	return s.store.Close()
 }
 
 func (s *Server) sweepTokens(ctx context.Context) {
@@ -431,6 +471,9 @@ func (s *Server) sweepTokens(ctx context.Context) {
 				s.log.Error().Err(err).Msg("sweep expired tokens")
 			} else if n > 0 {
 				s.log.Info().Int("tokens", n).Msg("swept expired tokens")
+			}
+			if s.shared != nil {
+				s.sweepSharedImages(ctx)
 			}
 		}
 	}

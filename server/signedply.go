@@ -54,6 +54,13 @@ func (s *Server) handleSignedPLY(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, st, err := s.cloudFiles.Open(project, cloudUUID)
+	if errors.Is(err, pointcloud.ErrNotKept) && s.shared != nil && s.clouds != nil {
+		// Another node of the cluster handed out the URL and keeps the cloud: fetch it
+		// into this node's files too, as the request waits.
+		if err = s.clouds.Keep(r.Context(), project, cloudUUID); err == nil {
+			f, st, err = s.cloudFiles.Open(project, cloudUUID)
+		}
+	}
 	switch {
 	case errors.Is(err, store.ErrInvalid):
 		s.writeError(w, r, notFound("no point cloud at "+r.URL.Path))

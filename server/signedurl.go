@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gardend/gardend/server/atomicfile"
+	"github.com/gardend/gardend/store"
 )
 
 // Signed URLs let a browser fetch a file without a token (the original PlantMap
@@ -47,9 +48,27 @@ var (
 	errURLExpired  = errors.New("this signed URL has expired; ask the API for a fresh one (e.g. the bed's 3d-scene)")
 )
 
-// loadSigningKey reads the key, creating it (mode 0600, written to a temporary file,
-// synced and renamed, so a crash never leaves a short key) when there is none.
-func loadSigningKey(dataDir string) ([]byte, error) {
+// signingSecret names the URL-signing key among a shared backend's secrets.
+const signingSecret = "url-signing"
+
+// loadSigningKey returns the URL-signing key. Every node behind one proxy must sign
+// and check with the same key, since any of them may serve the URL another handed out:
+// with a shared backend it is kept in the database (store.Shared.Secret), else in the
+// data directory (loadSigningKeyFile).
+func loadSigningKey(dataDir string, shared store.Shared) ([]byte, error) {
+	if shared == nil {
+		return loadSigningKeyFile(dataDir)
+	}
+	key, err := shared.Secret(signingSecret, signingKeySize)
+	if err != nil {
+		return nil, fmt.Errorf("the URL-signing key: %w", err)
+	}
+	return key, nil
+}
+
+// loadSigningKeyFile reads the key, creating it (mode 0600, written to a temporary
+// file, synced and renamed, so a crash never leaves a short key) when there is none.
+func loadSigningKeyFile(dataDir string) ([]byte, error) {
 	path := filepath.Join(dataDir, SigningKeyFileName)
 	key, err := os.ReadFile(path)
 	switch {

@@ -521,11 +521,20 @@ func (e *errorLines) Write(p []byte) (int, error) {
 // clients mixing reads and writes, then checks that nothing answered 5xx or failed in
 // transport, that what was created adds up (through the API and in the store after
 // shutdown), and that the database passes both consistency checks.
-func TestSoak(t *testing.T) {
+func TestSoak(t *testing.T) { soakOn(t, boltBackend, soakDefault) }
+
+// TestSoakPostgres is the soak on PostgreSQL (GARDEND_SOAK sets its length too).
+func TestSoakPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("soak test: skipped with -short")
+	}
+	soakOn(t, postgresBackend(t), soakDefault/2)
+}
+
+func soakOn(t *testing.T, b backend, duration time.Duration) {
 	if testing.Short() {
 		t.Skip("soak test: skipped with -short (set GARDEND_SOAK=60s for a long run)")
 	}
-	duration := soakDefault
 	if v := os.Getenv("GARDEND_SOAK"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -535,7 +544,7 @@ func TestSoak(t *testing.T) {
 	}
 	dir := t.TempDir()
 	logs := &errorLines{}
-	srv, err := server.New(server.Config{
+	srv, err := newServerOn(t, b, server.Config{
 		DataDir: dir, Addr: "127.0.0.1:0", Argon2: cheapArgon2, ShutdownTimeout: 10 * time.Second,
 		Logger: zerolog.New(logs),
 		// Every worker may upload at once: the soak checks consistency, not the limit.
@@ -681,19 +690,33 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := os.ReadDir(filepath.Join(dir, server.ImageDirName))
-	if err != nil {
-		t.Fatal(err)
+	images := 0 // image files, or with PostgreSQL the images stored in it
+	if shared, ok := st.(store.Shared); ok {
+		for p := range paths {
+			rc, _, err := shared.OpenImage(context.Background(), p)
+			if err != nil {
+				t.Errorf("image %s: %v", p, err)
+				continue
+			}
+			rc.Close()
+			images++
+		}
+	} else {
+		files, err := os.ReadDir(filepath.Join(dir, server.ImageDirName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		images = len(files)
 	}
 	got := fmt.Sprintf("%d users, %d companies, %d gardens, %d company permissions, %d garden permissions, %d image paths, %d image files",
-		len(users), len(storedCompanies), len(storedGardens), len(perms.Company), len(perms.Garden), len(paths), len(files))
+		len(users), len(storedCompanies), len(storedGardens), len(perms.Company), len(perms.Garden), len(paths), images)
 	want := fmt.Sprintf("%d users, %d companies, %d gardens, %d company permissions, %d garden permissions, %d image paths, %d image files",
 		c.users.Load()+1, c.companies.Load(), c.gardens.Load(), wantCompanyPerms, c.newGardenGrants.Load(), c.gardensWithImage.Load(), c.gardensWithImage.Load())
 	if got != want {
 		t.Errorf("store holds %s;\nwant %s", got, want)
 	}
 	if err := st.Check(); err != nil {
-		t.Errorf("bbolt check: %v", err)
+		t.Errorf("storage check: %v", err)
 	}
 	if err := st.CheckIndexes(); err != nil {
 		t.Errorf("index check: %v", err)

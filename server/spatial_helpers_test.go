@@ -41,14 +41,21 @@ func startDemoSpatial(tb testing.TB, ds *demo.Dataset, so demo.ServerOptions) *d
 // gardend is a running server (Run on a loopback port) that can be stopped and started
 // again on the same data directory.
 type gardend struct {
-	tb   testing.TB
-	cfg  server.Config
-	srv  *server.Server
-	base string
-	stop func()
+	tb      testing.TB
+	cfg     server.Config
+	backend backend
+	srv     *server.Server
+	base    string
+	stop    func()
 }
 
 func startGardend(tb testing.TB, cfg server.Config) *gardend {
+	tb.Helper()
+	return startGardendOn(tb, boltBackend, cfg)
+}
+
+// startGardendOn is startGardend on the backend b.
+func startGardendOn(tb testing.TB, b backend, cfg server.Config) *gardend {
 	tb.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = tb.TempDir()
@@ -60,7 +67,7 @@ func startGardend(tb testing.TB, cfg server.Config) *gardend {
 	if cfg.Logger.GetLevel() == zerolog.TraceLevel {
 		cfg.Logger = zerolog.New(zerolog.NewTestWriter(tb)).Level(zerolog.WarnLevel)
 	}
-	g := &gardend{tb: tb, cfg: cfg}
+	g := &gardend{tb: tb, cfg: cfg, backend: b}
 	g.start()
 	tb.Cleanup(g.halt)
 	return g
@@ -68,7 +75,7 @@ func startGardend(tb testing.TB, cfg server.Config) *gardend {
 
 func (g *gardend) start() {
 	g.tb.Helper()
-	srv, err := server.New(g.cfg)
+	srv, err := newServerOn(g.tb, g.backend, g.cfg)
 	if err != nil {
 		g.tb.Fatal(err)
 	}

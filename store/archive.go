@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // An archive is every record of a store as a stream of JSON lines, the same whichever
@@ -18,8 +21,9 @@ import (
 // positions and queued downloads by project and cloud). Image content is not part of
 // it: it goes beside it, read and written through ImageContent.
 
-// ArchiveFormat is the version of the archive format this build writes and reads.
-const ArchiveFormat = 1
+// ArchiveFormat is the version of the archive format this build writes; it reads
+// every version from 1 on. Version 2 added the import map (KindImportMap).
+const ArchiveFormat = 2
 
 // archiveMagic is the kind of the header line.
 const archiveMagic = "gardend-archive"
@@ -30,16 +34,33 @@ type Archiver interface {
 	// long as the data and w need: ctx bounds it.
 	Export(ctx context.Context, w io.Writer) error
 	// Import loads an archive into an empty store in one transaction, keeping every
-	// id, and sets the id sequences past them: a store that holds any user or company
-	// already is ErrConflict, an archive that is malformed or refers to records it
-	// does not hold is ErrInvalid, and either way nothing is written.
-	Import(ctx context.Context, r io.Reader) error
+	// id and the database's identity (DataID), and sets the id sequences past them: a
+	// store that holds any user or company already is ErrConflict (unless
+	// opts.Replace), an archive that is malformed or refers to records it does not
+	// hold is ErrInvalid, and either way nothing is written.
+	Import(ctx context.Context, r io.Reader, opts ImportOptions) error
+}
+
+// ImportOptions tune Archiver.Import.
+type ImportOptions struct {
+	// Replace lets the store hold records: they are all deleted first, in the same
+	// transaction, so that a failed import leaves them as they were.
+	Replace bool
+	// Images, for a backend that keeps image content (Shared), opens the content of
+	// each image a garden of the archive shows, which is stored in the same
+	// transaction; content that fs.ErrNotExist says is missing is left out (the
+	// garden then shows a missing image, as a file missing beside a bbolt database
+	// does). Nil: the content lives elsewhere, as with bbolt, which refuses it.
+	Images func(path string) (io.ReadCloser, error)
 }
 
 // ArchiveHeader opens an archive.
 type ArchiveHeader struct {
 	Format   int       `json:"format"`
 	Exported time.Time `json:"exported"`
+	// DataID is the identity of the database it was exported from (Maintenance.
+	// DataID), which Import carries over; "" when it had none yet.
+	DataID string `json:"data_id,omitempty"`
 }
 
 // The record kinds, in archive order.
@@ -54,17 +75,42 @@ const (
 	KindBed               = "bed"
 	KindPosition          = "plant_position"
 	KindCloudJob          = "cloud_job"
+	KindImportMap         = "import_map"
 )
 
 // ArchiveKinds lists the kinds in the order an archive holds them.
 var ArchiveKinds = []string{KindUser, KindToken, KindWidgets, KindCompany, KindGarden,
-	KindCompanyPermission, KindGardenPermission, KindBed, KindPosition, KindCloudJob}
+	KindCompanyPermission, KindGardenPermission, KindBed, KindPosition, KindCloudJob, KindImportMap}
 
 // ArchivedUser is a user with the password hash, which User keeps out of JSON.
 type ArchivedUser struct {
 	User
 	PasswordHash   string `json:"password_hash"`
 	CredentialsGen uint64 `json:"credentials_gen,omitempty"`
+}
+
+// validate applies the rules an account is held to once it exists: those of
+// ValidateUsername (not the stricter ones of a new name), names of at most 150
+// characters (empty ones came with imports: the source allowed them), an email
+// address or none, and a password hash ("!" for an unusable one).
+func (u ArchivedUser) validate() error {
+	v := &ValidationError{}
+	if msg := ValidateUsername(u.Username); msg != "" {
+		v.Add("username", msg)
+	}
+	if utf8.RuneCountInString(u.FirstName) > maxPersonName {
+		v.Add("first_name", "first_name must be at most 150 characters")
+	}
+	if utf8.RuneCountInString(u.LastName) > maxPersonName {
+		v.Add("last_name", "last_name must be at most 150 characters")
+	}
+	if msg := ValidateEmail(u.Email); msg != "" {
+		v.Add("email", msg)
+	}
+	if u.PasswordHash == "" {
+		v.Add("password_hash", "password hash is required")
+	}
+	return v.OrNil()
 }
 
 // ArchivedToken is a stored token: its digest, never the token.
@@ -110,11 +156,12 @@ type ArchiveWriter struct {
 	kind int // index in ArchiveKinds of the last kind written
 }
 
-// NewArchiveWriter writes the header to w.
-func NewArchiveWriter(w io.Writer, exported time.Time) (*ArchiveWriter, error) {
+// NewArchiveWriter writes the header to w, in this build's format.
+func NewArchiveWriter(w io.Writer, h ArchiveHeader) (*ArchiveWriter, error) {
 	bw := bufio.NewWriter(w)
 	aw := &ArchiveWriter{w: bw, enc: json.NewEncoder(bw)}
-	return aw, aw.enc.Encode(archiveLine{Kind: archiveMagic, Record: ArchiveHeader{Format: ArchiveFormat, Exported: exported.UTC()}})
+	h.Format, h.Exported = ArchiveFormat, h.Exported.UTC()
+	return aw, aw.enc.Encode(archiveLine{Kind: archiveMagic, Record: h})
 }
 
 type archiveLine struct {
@@ -162,8 +209,8 @@ func NewArchiveReader(r io.Reader) (*ArchiveReader, error) {
 	if err := ar.dec.Decode(&head); err != nil || head.Kind != archiveMagic {
 		return nil, fmt.Errorf("%w: not a gardend archive (the first line must be its header)", ErrInvalid)
 	}
-	if head.Record.Format != ArchiveFormat {
-		return nil, fmt.Errorf("%w: archive format %d, this gardend reads %d", ErrInvalid, head.Record.Format, ArchiveFormat)
+	if head.Record.Format < 1 || head.Record.Format > ArchiveFormat {
+		return nil, fmt.Errorf("%w: archive format %d, this gardend reads 1 to %d", ErrInvalid, head.Record.Format, ArchiveFormat)
 	}
 	ar.Header = head.Record
 	ar.line = 1
@@ -215,7 +262,7 @@ func CheckArchived(kind string, record any) error {
 		if r.ID == 0 {
 			return Invalid("id", "user id must not be 0")
 		}
-		return ValidateNewUser(NewUser{Username: r.Username, FirstName: r.FirstName, LastName: r.LastName, Email: r.Email, PasswordHash: r.PasswordHash})
+		return r.validate()
 	case *ArchivedToken:
 		if len(r.Digest) != DigestSize {
 			return Invalid("digest", fmt.Sprintf("token digest must be %d bytes", DigestSize))
@@ -255,6 +302,15 @@ func CheckArchived(kind string, record any) error {
 		return ValidateCloudKey(r.Project, r.Cloud)
 	case *CloudJob:
 		return ValidateCloudKey(r.Project, r.Cloud)
+	case *ImportMapEntry:
+		switch {
+		case r.Source == "" || strings.IndexByte(r.Source, 0) >= 0:
+			return Invalid("source", "an import map entry needs a source name")
+		case !slices.Contains(ImportKinds, r.Kind):
+			return Invalid("kind", fmt.Sprintf("unknown import kind %q", r.Kind))
+		case r.ID == 0:
+			return Invalid("id", "import map id must not be 0")
+		}
 	default:
 		return fmt.Errorf("archive: no rules for %s records (%T)", kind, record)
 	}
@@ -263,12 +319,16 @@ func CheckArchived(kind string, record any) error {
 
 // ReadArchive reads every record of r in order, decoded into its archived type and
 // checked (CheckArchived), and hands it to load: a backend's Import is this with its
-// writes. It stops when ctx ends.
-func ReadArchive(ctx context.Context, r io.Reader, load func(kind string, record any) error) error {
+// writes. It returns the archive's header, and stops when ctx ends.
+func ReadArchive(ctx context.Context, r io.Reader, load func(kind string, record any) error) (ArchiveHeader, error) {
 	ar, err := NewArchiveReader(r)
 	if err != nil {
-		return err
+		return ArchiveHeader{}, err
 	}
+	return ar.Header, ar.each(ctx, load)
+}
+
+func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record any) error) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -300,6 +360,8 @@ func ReadArchive(ctx context.Context, r io.Reader, load func(kind string, record
 			rec = &PlantPosition{}
 		case KindCloudJob:
 			rec = &CloudJob{}
+		case KindImportMap:
+			rec = &ImportMapEntry{}
 		}
 		if err := ar.Decode(raw, rec); err != nil {
 			return err

@@ -8,11 +8,11 @@ import (
 )
 
 // The operations the server needs, as small interfaces by concern. Two backends
-// implement them: *Store (bbolt, one process) and store/postgres (any number of nodes
-// on one database). Both keep the semantics written on the bbolt methods: the same
-// validation, sentinel errors, orderings and rules (the last admin, the cascades, the
-// download queue's retries); store/storetest holds the contract suite that runs
-// against both.
+// implement them: store/bolt (an embedded file, one process) and store/postgres (any
+// number of nodes on one database). Both apply the rules of this package (rules.go,
+// the validation of each type) and keep the same semantics: the same sentinel errors,
+// orderings and rules (the last admin, the cascades, the download queue's retries);
+// store/storetest holds the contract suite that runs against both.
 //
 // Methods take no context: each backend bounds its own work (bbolt by its file lock,
 // PostgreSQL by a per-operation deadline), so a caller never waits unboundedly. Only
@@ -33,6 +33,11 @@ type AccountStore interface {
 	CheckUsernameFree(name string, id uint64) error
 	UpdateUser(id uint64, up UserUpdate) (User, error)
 	ListUsers() ([]User, error)
+	// ReplacePasswordHash swaps the user's stored hash for a new hash of the same
+	// password (an imported Django hash upgraded after a login verified it), only if
+	// the stored hash is still old, and reports whether it did. Unlike a password
+	// change it keeps every token: the password is the same.
+	ReplacePasswordHash(userID uint64, old, replacement string) (bool, error)
 
 	CreateToken(userID uint64, digest [DigestSize]byte, expiry time.Time) error
 	Authenticate(digest [DigestSize]byte) (User, error)
@@ -82,6 +87,10 @@ type PermissionStore interface {
 // BedStore keeps beds and the plant positions computed for their projects.
 type BedStore interface {
 	CreateBed(gardenID uint64, uuid, name string) (Bed, error)
+	// CreateBedUpTo is CreateBed for a garden that may have at most maxBeds beds (0:
+	// no limit): one more is ErrTooManyBeds, checked in the same transaction as the
+	// insert. A garden that has more already keeps them.
+	CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (Bed, error)
 	Bed(gardenID, bedID uint64) (Bed, error)
 	BedsOfGarden(gardenID uint64) ([]Bed, error)
 	DeleteBed(gardenID, bedID uint64) (Removed, error)
@@ -99,6 +108,9 @@ type CloudQueue interface {
 	CompleteCloudJob(p PlantPosition) error
 	RecordCloudFailure(project, cloud string, in CloudInputs, reason string, p RetryPolicy) (CloudJob, bool, error)
 	CloudJobs() ([]CloudJob, error)
+	// CloudQueueCounts counts the queued downloads: pending (due, backing off or
+	// claimed) and failed (out of attempts, waiting to be re-armed).
+	CloudQueueCounts() (pending, failed int, err error)
 
 	ClaimCloudJobs(node string, limit int, lease time.Duration) (claimed []CloudJob, next time.Time, pending int, err error)
 	RenewCloudClaim(node, project, cloud string, lease time.Duration) (bool, error)
@@ -121,7 +133,9 @@ type ImageRecords interface {
 // which the sweep removes.
 type ImageContent interface {
 	// PutImage stores everything r yields as a new image of the garden and returns its
-	// path and size. The content is streamed, never held whole.
+	// path and size. The content is streamed, never held whole. gardenID 0 stores
+	// content for a garden that does not exist yet (an import's): SetGardenImage or
+	// ApplyImport attaches it.
 	PutImage(ctx context.Context, gardenID uint64, r io.Reader) (path string, size int64, err error)
 	// OpenImage streams the content at path; ErrNotFound when there is none.
 	OpenImage(ctx context.Context, path string) (io.ReadCloser, int64, error)
@@ -134,6 +148,13 @@ type ImageContent interface {
 type Maintenance interface {
 	// Now is the store's clock.
 	Now() time.Time
+	// Ping checks that the database answers (readiness).
+	Ping() error
+	// DataID is the database's identity: a random id made the first time it is
+	// asked for (created reports that this call made it) and kept for good, archives
+	// and backups included. Files kept beside the database (images, point clouds) are
+	// marked with it, so that no sweep deletes files of another database.
+	DataID() (id string, created bool, err error)
 	// Stats counts the stored records by kind.
 	Stats() (Stats, error)
 	// Check verifies the storage itself (bbolt's page check; PostgreSQL's schema).
@@ -155,6 +176,47 @@ type Backend interface {
 	ImageRecords
 	Maintenance
 	Archiver
+	Importer
 }
 
-var _ Backend = (*Store)(nil)
+// Importer brings another system's records in (store/importplan.go; the PlantMap
+// migration, server/plantmap).
+type Importer interface {
+	// PlanImport works out what ApplyImport would do, without writing.
+	PlanImport(in Import) (ImportPlan, error)
+	// ApplyImport writes the new records of in, in one transaction (PrepareImport
+	// says what it refuses).
+	ApplyImport(in Import, expect ImportPlan, images map[uint64]string) (ImportPlan, error)
+}
+
+// Shared is a backend that several nodes use at once (PostgreSQL). With one, a node
+// keeps no state of its own: the server keeps image content in it rather than in
+// files, takes the secrets every node must hold alike from it, and sweeps content no
+// garden shows; per-node caches are only ever caches.
+type Shared interface {
+	ImageContent
+	// Secret returns the install's secret of that name: size random bytes, made by
+	// the first node that asks and the same for every node after.
+	Secret(name string, size int) ([]byte, error)
+	// SweepUnreferencedImages deletes content that no garden shows and that was put
+	// more than grace ago (uploads that died half-way on some node), and returns how
+	// many images it deleted.
+	SweepUnreferencedImages(ctx context.Context, grace time.Duration) (int, error)
+}
+
+// Snapshotter is a backend kept in one file of the data directory (bbolt): a backup
+// copies the file, consistent, as it is.
+type Snapshotter interface {
+	// SnapshotName is the file's name in the data directory, and in a backup.
+	SnapshotName() string
+	// WriteSnapshot writes a consistent copy of the whole file to w.
+	WriteSnapshot(w io.Writer) (int64, error)
+	// SchemaVersion is the schema version of the file.
+	SchemaVersion() uint64
+}
+
+// TxObserver is a backend that reports how long each of its transactions took
+// (metrics). Set the observer before the backend is shared between goroutines.
+type TxObserver interface {
+	ObserveTx(fn func(write bool, d time.Duration))
+}

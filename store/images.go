@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Coordinate is one georeferencing point of a garden image.
@@ -129,72 +127,4 @@ func ParseCoordinates(raw json.RawMessage) (Coordinates, error) {
 		return nil, err
 	}
 	return cs, nil
-}
-
-// SetGardenImage points the garden at a new image file and replaces its whole
-// coordinate set, in one transaction, and returns the previous image path ("" when
-// there was none). The caller has already written the file, and deletes the old one
-// once this returns: a record never points at a missing file.
-func (s *Store) SetGardenImage(gardenID uint64, path string, cs Coordinates) (old string, err error) {
-	if err := cs.Validate(); err != nil {
-		return "", err
-	}
-	if path == "" {
-		return "", Invalid("image_path", "image path is required")
-	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		g, err := getGarden(tx, gardenID)
-		if err != nil {
-			return err
-		}
-		old = ""
-		if g.ImagePath != nil {
-			old = *g.ImagePath
-		}
-		g.ImagePath = &path
-		if err := putJSON(tx.Bucket(bucketGardens), itob(g.ID), g); err != nil {
-			return err
-		}
-		return putJSON(tx.Bucket(bucketGardenCoords), itob(g.ID), cs)
-	})
-	if err != nil {
-		return "", err
-	}
-	return old, nil
-}
-
-// GardenImage returns the garden's image path and coordinates, read together so they
-// always belong to the same upload. A garden without image is ErrNotFound.
-func (s *Store) GardenImage(gardenID uint64) (path string, cs Coordinates, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
-		g, err := getGarden(tx, gardenID)
-		if err != nil {
-			return err
-		}
-		if g.ImagePath == nil {
-			return fmt.Errorf("%w: garden %d has no image", ErrNotFound, gardenID)
-		}
-		path = *g.ImagePath
-		// An image without coordinates is a damaged record, not a missing image:
-		// %v keeps it from reading as ErrNotFound.
-		if err := getJSON(tx.Bucket(bucketGardenCoords), itob(gardenID), &cs); err != nil {
-			return fmt.Errorf("coordinates of garden %d: %v", gardenID, err)
-		}
-		return nil
-	})
-	return path, cs, err
-}
-
-// ImagePaths returns the set of image paths gardens refer to, for the start-up sweep of
-// files nobody refers to.
-func (s *Store) ImagePaths() (map[string]bool, error) {
-	paths := map[string]bool{}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return eachUnder(tx, bucketGardens, nil, func(g Garden) {
-			if g.ImagePath != nil {
-				paths[*g.ImagePath] = true
-			}
-		})
-	})
-	return paths, err
 }

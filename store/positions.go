@@ -1,10 +1,7 @@
 package store
 
 import (
-	"bytes"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Plant positions are computed from point clouds in the background and kept here per
@@ -94,51 +91,3 @@ func (st CloudState) NeedsJob(cloud string, in CloudInputs, now time.Time, rearm
 // ValidUUID reports whether s can be a spatial-server uuid in a key or a file name:
 // 1–64 letters, digits and '-', so it is safe as a path element.
 func ValidUUID(s string) bool { return len(s) <= maxUUIDLen && uuidPattern.MatchString(s) }
-
-// cloudKey is project|0|cloud; neither contains a 0 byte, so "project\x00" prefixes
-// exactly that project's entries.
-func cloudKey(project, cloud string) []byte {
-	k := make([]byte, 0, len(project)+1+len(cloud))
-	k = append(k, project...)
-	k = append(k, 0)
-	return append(k, cloud...)
-}
-
-func projectPrefix(project string) []byte { return append([]byte(project), 0) }
-
-// CloudState reads a project's positions and queued downloads in one transaction.
-func (s *Store) CloudState(project string) (CloudState, error) {
-	st := CloudState{Positions: map[string]PlantPosition{}, Jobs: map[string]CloudJob{}}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		prefix := projectPrefix(project)
-		if err := eachUnder(tx, bucketPositions, prefix, func(p PlantPosition) { st.Positions[p.Cloud] = p }); err != nil {
-			return err
-		}
-		return eachUnder(tx, bucketCloudJobs, prefix, func(j CloudJob) { st.Jobs[j.Cloud] = j })
-	})
-	return st, err
-}
-
-// projectReferenced reports whether some bed refers to the project.
-func projectReferenced(tx *bolt.Tx, project string) bool {
-	return anyUnder(tx.Bucket(bucketBedUUIDs), projectPrefix(project))
-}
-
-// dropProjectClouds deletes the positions and queued downloads of a project.
-func dropProjectClouds(tx *bolt.Tx, project string) error {
-	prefix := projectPrefix(project)
-	for _, name := range [][]byte{bucketPositions, bucketCloudJobs} {
-		b := tx.Bucket(name)
-		var keys [][]byte
-		c := b.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			keys = append(keys, bytes.Clone(k))
-		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}

@@ -6,61 +6,54 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
-// The rules every backend applies before and while it writes, exported so that
-// store/postgres says exactly what the bbolt methods say.
+// The rules every backend applies before and while it writes, in one place, so that
+// store/bolt and store/postgres say exactly the same thing: each backend calls these
+// and only adds what its storage itself must check (a name taken, a row gone).
 
-// ValidateNewUser applies the account rules to the input of CreateUser.
-func ValidateNewUser(in NewUser) error {
-	v := &ValidationError{}
-	if msg := ValidateUsername(in.Username); msg != "" {
-		v.Add("username", msg)
-	}
-	if msg := ValidateName(in.FirstName); msg != "" {
-		v.Add("first_name", "first_name "+msg)
-	}
-	if msg := ValidateName(in.LastName); msg != "" {
-		v.Add("last_name", "last_name "+msg)
-	}
-	if msg := ValidateEmail(in.Email); msg != "" {
-		v.Add("email", msg)
+// PrepareNewUser is the input of CreateUser as it is stored: the username normalised
+// (NormalizeUsername), every field valid, a password hash present.
+func PrepareNewUser(in NewUser) (NewUser, error) {
+	in.Username = NormalizeUsername(in.Username)
+	if err := in.Validate(); err != nil {
+		return NewUser{}, err
 	}
 	if in.PasswordHash == "" {
-		v.Add("password", "password is required")
+		return NewUser{}, Invalid("password", "password is required")
 	}
-	return v.OrNil()
+	return in, nil
 }
 
-// ValidateUserUpdate applies the account rules to the fields UpdateUser changes.
-func ValidateUserUpdate(up UserUpdate) error {
-	v := &ValidationError{}
+// PrepareUserUpdate is the input of UpdateUser as it is applied: the fields valid and
+// a new username normalised.
+func PrepareUserUpdate(up UserUpdate) (UserUpdate, error) {
+	if err := up.Validate(); err != nil {
+		return UserUpdate{}, err
+	}
 	if up.Username != nil {
-		if msg := ValidateUsername(*up.Username); msg != "" {
-			v.Add("username", msg)
-		}
+		name := NormalizeUsername(*up.Username)
+		up.Username = &name
 	}
-	if up.FirstName != nil {
-		if msg := ValidateName(*up.FirstName); msg != "" {
-			v.Add("first_name", "first_name "+msg)
-		}
-	}
-	if up.LastName != nil {
-		if msg := ValidateName(*up.LastName); msg != "" {
-			v.Add("last_name", "last_name "+msg)
-		}
-	}
-	if up.Email != nil {
-		if msg := ValidateEmail(*up.Email); msg != "" {
-			v.Add("email", msg)
-		}
-	}
-	return v.OrNil()
+	return up, nil
 }
 
 // UsernameTaken is the conflict of a username another user has.
 func UsernameTaken(username string) error {
 	return fmt.Errorf("%w: username %q is already taken", ErrConflict, username)
+}
+
+// UsernameLooksTaken is the conflict of a username that looks like another user's
+// (the same UsernameSkeleton).
+func UsernameLooksTaken(username string) error {
+	return fmt.Errorf("%w: username %q looks like an existing account's; choose another", ErrConflict, username)
+}
+
+// AccountChanged is the conflict of an update made with UserUpdate.IfUnchanged after
+// the username or the credentials changed.
+func AccountChanged() error {
+	return fmt.Errorf("%w: the account's username or password changed while this request was handled; send it again", ErrConflict)
 }
 
 // ValidateTokenDigest refuses the digest that every malformed token maps to: storing
@@ -73,23 +66,51 @@ func ValidateTokenDigest(digest [DigestSize]byte) error {
 }
 
 // ValidateWidgets checks a widgets document: one JSON value of at most
-// MaxWidgetsBytes.
-func ValidateWidgets(doc []byte) error {
+// MaxWidgetsBytes, in UTF-8 (RFC 8259: json.Valid alone lets invalid UTF-8 inside
+// strings through, which would then be served labelled charset=utf-8).
+func ValidateWidgets(doc []byte) error { return validateWidgets(doc, "the body") }
+
+// validateWidgets is ValidateWidgets naming the document what (an import's record is
+// "the document").
+func validateWidgets(doc []byte, what string) error {
 	switch {
 	case len(bytes.TrimSpace(doc)) == 0:
-		return Invalid("body", "the body must be a JSON value; it is empty")
+		return Invalid("body", what+" must be a JSON value; it is empty")
 	case len(doc) > MaxWidgetsBytes:
 		return Invalid("body", fmt.Sprintf("widgets must be at most %d bytes", MaxWidgetsBytes))
+	case !utf8.Valid(doc):
+		return Invalid("body", fmt.Sprintf("%s is not valid UTF-8 (byte %d); send JSON text in UTF-8", what, invalidUTF8At(doc)))
 	case !json.Valid(doc):
-		return Invalid("body", "the body is not valid JSON")
+		return Invalid("body", what+" is not valid JSON")
 	}
 	return nil
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not valid UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // ValidatePermissionRequest checks the body of a permission change; level is nil for
 // a removal.
 func ValidatePermissionRequest(username string, level *Level) error {
-	return checkPermRequest(username, level)
+	v := &ValidationError{}
+	if msg := ValidateUsername(username); msg != "" {
+		v.Add("username", msg)
+	}
+	if level != nil {
+		if msg := level.problem(); msg != "" {
+			v.Add("permission", msg)
+		}
+	}
+	return v.OrNil()
 }
 
 // OwnPermission is the refusal to change one's own permission.
@@ -112,8 +133,18 @@ func BedUUIDTaken(gardenID uint64, uuid string) error {
 	return fmt.Errorf("%w: garden %d already has a bed with uuid %s", ErrConflict, gardenID, uuid)
 }
 
+// TooManyBeds is the refusal of a bed beyond CreateBedUpTo's limit.
+func TooManyBeds(gardenID uint64, has, maxBeds int) error {
+	return fmt.Errorf("%w (garden %d has %d, at most %d)", ErrTooManyBeds, gardenID, has, maxBeds)
+}
+
 // ValidateCloudKey checks the project and cloud uuids of a queue item or position.
-func ValidateCloudKey(project, cloud string) error { return checkJobKey(project, cloud) }
+func ValidateCloudKey(project, cloud string) error {
+	if !ValidUUID(project) || !ValidUUID(cloud) {
+		return Invalid("uuid", fmt.Sprintf("project %q and cloud %q must be spatial-server uuids", project, cloud))
+	}
+	return nil
+}
 
 // ProjectGone is CompleteCloudJob's answer for a project no bed refers to any more.
 func ProjectGone(project string) error {
@@ -121,7 +152,24 @@ func ProjectGone(project string) error {
 }
 
 // ValidateClaim checks the node and lease of ClaimCloudJobs and RenewCloudClaim.
-func ValidateClaim(node string, lease time.Duration) error { return checkClaim(node, lease) }
+func ValidateClaim(node string, lease time.Duration) error {
+	v := &ValidationError{}
+	if node == "" {
+		v.Add("node", "node is required: the name of the node claiming jobs")
+	}
+	if lease <= 0 {
+		v.Add("lease", "lease must be positive")
+	}
+	return v.OrNil()
+}
+
+// ValidateNode checks the node of ReleaseCloudClaims.
+func ValidateNode(node string) error {
+	if node == "" {
+		return Invalid("node", "node is required: the name of the node releasing its jobs")
+	}
+	return nil
+}
 
 // ValidateImageRecord checks the input of SetGardenImage.
 func ValidateImageRecord(path string, cs Coordinates) error {
@@ -132,4 +180,9 @@ func ValidateImageRecord(path string, cs Coordinates) error {
 		return Invalid("image_path", "image path is required")
 	}
 	return nil
+}
+
+// NoImage is GardenImage's answer for a garden without image.
+func NoImage(gardenID uint64) error {
+	return fmt.Errorf("%w: garden %d has no image", ErrNotFound, gardenID)
 }

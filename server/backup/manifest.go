@@ -12,8 +12,17 @@ import (
 const (
 	// FormatName and FormatVersion identify the archive layout. A reader refuses a
 	// newer version rather than guess at it.
-	FormatName    = "gardend-backup"
-	FormatVersion = 1
+	FormatName = "gardend-backup"
+	// FormatVersion is the newest layout this build reads and writes. Version 2 added
+	// DatabaseFormat; an archive whose database is a bbolt file is still written as
+	// version 1, so that older gardends restore it.
+	FormatVersion = 2
+
+	// DatabaseBBolt and DatabaseArchive are the kinds of database entry: a copy of
+	// the bbolt file, or every record as a store archive (JSON lines, store/archive.go)
+	// from a backend that keeps no file, with the image content as entries beside it.
+	DatabaseBBolt   = "bbolt"
+	DatabaseArchive = "archive"
 
 	// ManifestName is the first tar entry; every other entry is DataPrefix + path.
 	ManifestName = "manifest.json"
@@ -66,8 +75,10 @@ type Manifest struct {
 	// SchemaVersion is the database schema of the snapshot.
 	SchemaVersion uint64 `json:"schema_version"`
 	// Database is the path of the database snapshot among Entries.
-	Database string  `json:"database"`
-	Entries  []Entry `json:"entries"`
+	Database string `json:"database"`
+	// DatabaseFormat is DatabaseBBolt (or empty, in version 1) or DatabaseArchive.
+	DatabaseFormat string  `json:"database_format,omitempty"`
+	Entries        []Entry `json:"entries"`
 	// Missing lists files that were listed for the backup but gone before they could
 	// be copied (deleted by a request meanwhile).
 	Missing []Omitted `json:"missing,omitempty"`
@@ -137,8 +148,21 @@ func (m *Manifest) validate(maxTotal int64) error {
 	if !seen[m.Database] {
 		return fmt.Errorf("%w: the database entry %q is not in the manifest", ErrFormat, m.Database)
 	}
+	switch m.DatabaseFormat {
+	case "", DatabaseBBolt:
+	case DatabaseArchive:
+		if m.FormatVersion < 2 {
+			return fmt.Errorf("%w: a version %d archive cannot hold a %s database", ErrFormat, m.FormatVersion, m.DatabaseFormat)
+		}
+	default:
+		return fmt.Errorf("%w: unknown database format %q", ErrFormat, m.DatabaseFormat)
+	}
 	return nil
 }
+
+// RecordsArchive reports whether the database entry is a store archive (JSON lines)
+// rather than a bbolt file.
+func (m *Manifest) RecordsArchive() bool { return m.DatabaseFormat == DatabaseArchive }
 
 // CheckPath accepts a relative, slash-separated path that stays inside the directory
 // it is joined to on every platform: no "..", ".", empty or absolute elements, no

@@ -195,3 +195,17 @@ func extract(r io.Reader, dir string, opts ReadOptions) (*Manifest, error) {
 	}
 	return m, nil
 }
+
+// Extract unpacks and verifies an archive into dir, an empty directory, as Restore
+// does before it switches a data directory over: for a restore whose target is no
+// directory (a database server), which then loads what dir holds.
+func Extract(r io.Reader, dir string, opts ReadOptions) (*Manifest, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	if len(entries) > 0 {
+		return nil, fmt.Errorf("restore: %s is not empty", dir)
+	}
+	return extract(r, dir, opts)
+}

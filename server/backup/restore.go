@@ -60,6 +60,11 @@ type RestoreOptions struct {
 	ReadOptions
 	// Force replaces a data directory that already holds data.
 	Force bool
+	// Prepare, when set, runs on the unpacked, verified archive in staging (the
+	// directory that becomes dir's contents) before CheckDB: it may turn what was
+	// unpacked into what dir must hold (a records archive into a database file). It
+	// returns the path of the database CheckDB checks.
+	Prepare func(staging string, m *Manifest) (dbPath string, err error)
 	// CheckDB checks the unpacked database at path (consistency, schema version)
 	// before anything in the data directory changes. Required.
 	CheckDB func(path string, m *Manifest) error
@@ -132,8 +137,15 @@ func unpack(r io.Reader, mv *mover, opts RestoreOptions) (*Manifest, error) {
 		return nil, fmt.Errorf("restore: staging directory: %w", err)
 	}
 	m, err := extract(r, staging, opts.ReadOptions)
+	db := ""
 	if err == nil {
-		err = opts.CheckDB(filepath.Join(staging, filepath.FromSlash(m.Database)), m)
+		db = filepath.Join(staging, filepath.FromSlash(m.Database))
+		if opts.Prepare != nil {
+			db, err = opts.Prepare(staging, m)
+		}
+	}
+	if err == nil {
+		err = opts.CheckDB(db, m)
 	}
 	if err == nil {
 		err = mv.rename(staging, mv.path(newPrefix))

@@ -41,12 +41,30 @@ type Source struct {
 	// Snapshot writes a consistent copy of the database. It runs first, before any
 	// other file is read, so no database transaction spans the file copies.
 	Snapshot func(w io.Writer) (int64, error)
+	// DatabaseFormat says what Snapshot writes: DatabaseBBolt (the default) or
+	// DatabaseArchive.
+	DatabaseFormat string
+	// Extra, when set, lists the entries to archive beside the snapshot that are not
+	// files of DataDir (image content kept in the database); it is given the path of
+	// the snapshot's copy. Each is copied into the spool when files are pinned; one
+	// whose Open fails with fs.ErrNotExist is recorded as missing.
+	Extra func(snapshot string) ([]Extra, error)
 	// Skip lists further top-level names to leave out (the admin socket).
 	Skip []string
+	// Only, when set, lists the top-level names to archive: nothing else of DataDir is
+	// (a node of a shared database keeps only caches there).
+	Only []string
 	// Recorded in the manifest.
 	SchemaVersion  uint64
 	GardendVersion string
 	Created        time.Time
+}
+
+// Extra is an entry to archive that is no file of the data directory.
+type Extra struct {
+	// Path is the entry's path, as a file's relative to the data directory.
+	Path string
+	Open func() (io.ReadCloser, error)
 }
 
 // Result is what Write archived.
@@ -93,9 +111,17 @@ func (bw *Writer) Write(ctx context.Context, w io.Writer, src Source) (*Result, 
 	defer bw.closeSpool(spool)
 
 	res := &Result{Manifest: Manifest{
-		Format: FormatName, FormatVersion: FormatVersion, GardendVersion: src.GardendVersion,
+		Format: FormatName, FormatVersion: 1, GardendVersion: src.GardendVersion,
 		Created: src.Created.UTC(), SchemaVersion: src.SchemaVersion, Database: src.Database,
 	}}
+	switch src.DatabaseFormat {
+	case "", DatabaseBBolt:
+	case DatabaseArchive:
+		// Version 1 readers know only bbolt databases: they must refuse this one.
+		res.Manifest.FormatVersion, res.Manifest.DatabaseFormat = FormatVersion, DatabaseArchive
+	default:
+		return nil, fmt.Errorf("backup: unknown database format %q", src.DatabaseFormat)
+	}
 	// Files are listed before and after the snapshot. A file exists before the record
 	// naming it is committed and is deleted only after that record is (imagestore's
 	// order), so every file the snapshot can refer to is in one listing or the other,
@@ -117,13 +143,37 @@ func (bw *Writer) Write(ctx context.Context, w io.Writer, src Source) (*Result, 
 		res.Warnings = append(res.Warnings, x.Path+": left out: "+x.Reason)
 	}
 	files := slices.Compact(slices.Sorted(slices.Values(append(before, after...))))
+	var extra []Extra
+	if src.Extra != nil {
+		if extra, err = src.Extra(db.path); err != nil {
+			return nil, fmt.Errorf("backup: %w", err)
+		}
+	}
 	bw.step("listed")
 	all := []pinned{db}
+	for i, x := range extra {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if slices.Contains(files, x.Path) {
+			return nil, fmt.Errorf("backup: %s is both a file of the data directory and kept in the database", x.Path)
+		}
+		p, gone, err := spoolExtra(spool, i, x)
+		switch {
+		case err != nil:
+			return nil, err
+		case gone:
+			res.Manifest.Missing = append(res.Manifest.Missing, Omitted{Path: x.Path, Reason: "deleted during the backup, before it could be copied"})
+			res.Warnings = append(res.Warnings, x.Path+": deleted during the backup; recorded as missing")
+		default:
+			all = append(all, p)
+		}
+	}
 	for i, rel := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p, gone, err := pin(src.DataDir, spool, i, rel)
+		p, gone, err := pin(src.DataDir, spool, len(extra)+i, rel)
 		switch {
 		case err != nil:
 			return nil, err
@@ -134,6 +184,8 @@ func (bw *Writer) Write(ctx context.Context, w io.Writer, src Source) (*Result, 
 			all = append(all, p)
 		}
 	}
+	// The database first, then everything else by path.
+	slices.SortStableFunc(all[1:], func(a, b pinned) int { return strings.Compare(a.entry.Path, b.entry.Path) })
 	for _, p := range all {
 		res.Manifest.Entries = append(res.Manifest.Entries, p.entry)
 	}
@@ -222,7 +274,8 @@ func list(src Source) (files []string, skipped []Omitted, err error) {
 		name := d.Name()
 		top := !strings.Contains(rel, "/")
 		if strings.HasPrefix(name, tempPrefix) ||
-			top && (name == src.Database || strings.HasPrefix(name, restorePrefix) || slices.Contains(src.Skip, name)) {
+			top && (name == src.Database || strings.HasPrefix(name, restorePrefix) || slices.Contains(src.Skip, name) ||
+				src.Only != nil && !slices.Contains(src.Only, name)) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}
@@ -280,6 +333,40 @@ func pin(dataDir, spool string, i int, rel string) (p pinned, gone bool, err err
 		entry: Entry{Path: rel, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))},
 		path:  path, mtime: info.ModTime(),
 	}, false, nil
+}
+
+// spoolExtra copies an extra entry into the spool, hashing it; gone reports one that
+// no longer exists.
+func spoolExtra(spool string, i int, x Extra) (p pinned, gone bool, err error) {
+	if err := CheckPath(x.Path); err != nil {
+		return pinned{}, false, fmt.Errorf("backup: %w", err)
+	}
+	rc, err := x.Open()
+	if errors.Is(err, fs.ErrNotExist) {
+		return pinned{}, true, nil
+	}
+	if err != nil {
+		return pinned{}, false, fmt.Errorf("backup: open %s: %w", x.Path, err)
+	}
+	defer rc.Close()
+	path := filepath.Join(spool, "x"+strconv.Itoa(i))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return pinned{}, false, fmt.Errorf("backup: spool %s: %w", x.Path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), rc)
+	if errors.Is(err, fs.ErrNotExist) {
+		return pinned{}, true, nil // removed while it was read
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		return pinned{}, false, fmt.Errorf("backup: copy %s: %w", x.Path, err)
+	}
+	return pinned{entry: Entry{Path: x.Path, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, path: path, mtime: time.Now()}, false, nil
 }
 
 // writeTar writes the manifest and then every pinned file, re-hashing each so a file

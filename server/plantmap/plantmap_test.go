@@ -16,18 +16,19 @@ import (
 	"github.com/gardend/gardend/server/plantmap"
 	"github.com/gardend/gardend/server/plantmap/plantmaptest"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 type target struct {
 	dir    string
-	st     *store.Store
+	st     *bolt.Store
 	images *imagestore.Store
 }
 
 func newTarget(t *testing.T) *target {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +300,7 @@ func TestImportUndoesImagesWhenTheWriteFails(t *testing.T) {
 
 // failingStore plans with the real store and fails the write.
 type failingStore struct {
-	*store.Store
+	*bolt.Store
 	applied bool
 }
 

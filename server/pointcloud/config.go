@@ -28,6 +28,11 @@ type Config struct {
 	// its jobs from the others this long. It is renewed every third of it while a
 	// download runs. Default DefaultLease.
 	Lease time.Duration
+	// Poll, when set, is the longest the pool waits before it looks at the queue
+	// again: with a database that several nodes share, the others queue jobs (and die
+	// holding some) without waking this one. 0: the pool looks when a job of its own
+	// queueing or the next one due says to, enough for one node.
+	Poll time.Duration
 }
 
 // Defaults of Config.

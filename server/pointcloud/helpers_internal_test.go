@@ -12,6 +12,7 @@ import (
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/spatial/cloud"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 const (
@@ -21,9 +22,9 @@ const (
 )
 
 // openStore is a bbolt store with one bed of project, checked at cleanup.
-func openStore(t *testing.T) *store.Store {
+func openStore(t *testing.T) *bolt.Store {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), store.FileName), store.Options{})
+	st, err := bolt.Open(filepath.Join(t.TempDir(), bolt.FileName), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func mapJob(cloudUUID string) store.CloudJob {
 		CloudInputs: store.CloudInputs{Frame: spatial.MapFrame, Origin: store.LatLon{Lat: 52.3, Lon: 7.6}}}
 }
 
-func jobOf(t *testing.T, st *store.Store, cloudUUID string) store.CloudJob {
+func jobOf(t *testing.T, st *bolt.Store, cloudUUID string) store.CloudJob {
 	t.Helper()
 	jobs, err := st.CloudJobs()
 	if err != nil {
@@ -145,7 +146,7 @@ func startPool(t *testing.T, p *Pool) (stop func()) {
 
 // drained waits until the pool has worked off the queue and returns the project's
 // cloud state.
-func drained(t *testing.T, p *Pool, st *store.Store) store.CloudState {
+func drained(t *testing.T, p *Pool, st *bolt.Store) store.CloudState {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -47,6 +47,12 @@ type Pool struct {
 	idle     chan struct{}   // closed while nothing but failed jobs is queued
 	watchers map[int]func(Event)
 	nextW    int
+
+	// Refills of clouds other nodes downloaded (refill.go): in progress by
+	// project|0|cloud, at most Workers at once, under base (Run's context while it runs).
+	refills     map[string]*refill
+	refillSlots chan struct{}
+	base        context.Context
 }
 
 // Event is the outcome of one attempt at a job.
@@ -73,6 +79,10 @@ func NewPool(st Store, source Source, files *Files, cfg Config, now func() time.
 		busy:     map[string]bool{},
 		idle:     make(chan struct{}),
 		watchers: map[int]func(Event){},
+
+		refills:     map[string]*refill{},
+		refillSlots: make(chan struct{}, cfg.WithDefaults().Workers),
+		base:        context.Background(),
 	}
 }
 
@@ -82,6 +92,9 @@ func jobKey(project, cloud string) string { return project + "\x00" + cloud }
 // abandoned as it was (its attempt is not counted), the workers are waited for and the
 // node's claims released, so the jobs are due again at once.
 func (p *Pool) Run(ctx context.Context) {
+	p.mu.Lock()
+	p.base = ctx // refills end with the pool
+	p.mu.Unlock()
 	p.files.budget.enforce()
 	// Claims a previous run of this node left (a crash) stand for work that is lost.
 	p.releaseClaims()
@@ -136,6 +149,9 @@ func (p *Pool) Run(ctx context.Context) {
 			if !next.IsZero() {
 				wait = max(next.Sub(p.now()), time.Millisecond)
 			}
+		}
+		if p.cfg.Poll > 0 {
+			wait = min(wait, p.cfg.Poll)
 		}
 		timer.Reset(wait)
 		select {

@@ -11,6 +11,7 @@ import (
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/spatial/cloud"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // instantSource answers every download at once with the same small cloud.
@@ -31,7 +32,7 @@ func BenchmarkPoolDrain(b *testing.B) {
 	b.StopTimer()
 	for range b.N {
 		dir := b.TempDir()
-		st, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
+		st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

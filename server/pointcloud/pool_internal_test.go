@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // TestPoolComputesPositions: queued jobs flow through the pool into positions and
@@ -110,7 +111,7 @@ func TestPoolStopsWhenItsClaimIsGone(t *testing.T) {
 
 // leasedPool is a pool of one worker of node-1 whose claims last 30 ms unless renewed,
 // on a store with one bed, downloading from a held source.
-func leasedPool(t *testing.T) (*store.Store, *heldSource, *Pool) {
+func leasedPool(t *testing.T) (*bolt.Store, *heldSource, *Pool) {
 	t.Helper()
 	st := openStore(t)
 	src := newHeldSource()

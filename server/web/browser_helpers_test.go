@@ -24,6 +24,7 @@ import (
 
 	"github.com/gardend/gardend/server"
 	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // The browser tests drive the web app in a real headless Chromium (Debian's
@@ -63,6 +64,11 @@ func startDemo(t testing.TB, latency time.Duration) *demoServer {
 		DataDir: t.TempDir(), Addr: "127.0.0.1:0", Demo: true, DemoLatency: latency,
 		Argon2: cheapArgon2, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 	}
+	st, err := bolt.Open(filepath.Join(cfg.DataDir, bolt.FileName), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Store, cfg.StoreCreated = st, true
 	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -19,11 +20,16 @@ var _ store.Archiver = (*Store)(nil)
 // It holds that snapshot (and a connection) until w has taken everything, so ctx,
 // not the operation deadline, bounds it.
 func (s *Store) Export(ctx context.Context, w io.Writer) error {
-	aw, err := store.NewArchiveWriter(w, s.now())
-	if err != nil {
-		return err
-	}
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	var aw *store.ArchiveWriter
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var id []byte
+		if err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE name = 'data_id'`).Scan(&id); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		var err error
+		if aw, err = store.NewArchiveWriter(w, store.ArchiveHeader{Exported: s.now(), DataID: string(id)}); err != nil {
+			return err
+		}
 		each := func(kind, query string, scan func(pgx.Rows) (any, error)) error {
 			rows, err := tx.Query(ctx, query)
 			if err != nil {
@@ -114,6 +120,17 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 					return j, err
 				})
 			},
+			func() error {
+				return each(store.KindImportMap, `SELECT source, kind, key, id FROM import_map ORDER BY source, kind, key`, func(r pgx.Rows) (any, error) {
+					var (
+						e    store.ImportMapEntry
+						kind string
+					)
+					err := r.Scan(&e.Source, &kind, &e.Key, &e.ID)
+					e.Kind = store.ImportKind(kind)
+					return e, err
+				})
+			},
 		}
 		for _, step := range steps {
 			if err := step(); err != nil {
@@ -141,13 +158,22 @@ func scanArchivedPermission(r pgx.Rows) (any, error) {
 // importBatch is how many inserts go to the server in one round trip.
 const importBatch = 256
 
-// Import loads an archive into this database, which must hold no user and no company,
-// in one transaction: on any error nothing is written. The users and companies tables
-// are locked (EXCLUSIVE: others may read, nobody writes) for the duration, so no node
-// writes into a database being loaded. The foreign keys and unique constraints check
-// the references; the invariant queries of CheckIndexes run before the commit.
-func (s *Store) Import(ctx context.Context, r io.Reader) error {
+// Import loads an archive into this database, which must hold no user and no company
+// (unless opts.Replace), in one transaction: on any error nothing is written. The
+// users and companies tables are locked (EXCLUSIVE: others may read, nobody writes)
+// for the duration, so no node writes into a database being loaded; with Replace every
+// table is emptied first (TRUNCATE: nodes wait for the import, and answer 503 if it
+// takes longer than their operation timeout). The foreign keys and unique constraints
+// check the references; the invariant queries of CheckIndexes run before the commit.
+// With opts.Images the content of every garden's image is stored in the same
+// transaction, chunk by chunk.
+func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOptions) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if opts.Replace {
+			if _, err := tx.Exec(ctx, `TRUNCATE `+strings.Join(recordTables, ", ")+` RESTART IDENTITY`); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.Exec(ctx, `LOCK TABLE users, companies IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}
@@ -159,17 +185,29 @@ func (s *Store) Import(ctx context.Context, r io.Reader) error {
 			return fmt.Errorf("%w: the database holds users or companies already; import into an empty one", store.ErrConflict)
 		}
 		im := &importer{ctx: ctx, tx: tx}
-		if err := store.ReadArchive(ctx, r, im.load); err != nil {
+		head, err := store.ReadArchive(ctx, r, im.load)
+		if err != nil {
 			return err
 		}
 		if err := im.flush(); err != nil {
 			return err
 		}
-		// New records get ids past the imported ones.
-		for _, t := range []string{"users", "companies", "gardens", "company_permissions", "garden_permissions", "beds"} {
-			if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence('`+t+`', 'id'), max(id)) FROM `+t+` HAVING max(id) IS NOT NULL`); err != nil {
+		if head.DataID != "" {
+			if _, err := tx.Exec(ctx, `INSERT INTO meta (name, value) VALUES ('data_id', $1)
+				ON CONFLICT (name) DO UPDATE SET value = excluded.value`, []byte(head.DataID)); err != nil {
 				return err
 			}
+		}
+		if opts.Images != nil {
+			for _, g := range im.images {
+				if err := s.importImage(ctx, tx, g.path, g.garden, opts.Images); err != nil {
+					return err
+				}
+			}
+		}
+		// New records get ids past the imported ones.
+		if err := advanceSequences(ctx, tx); err != nil {
+			return err
 		}
 		var broken []string
 		for _, inv := range invariants {
@@ -191,12 +229,52 @@ func (s *Store) Import(ctx context.Context, r io.Reader) error {
 	return s.classify(err)
 }
 
+// recordTables are the tables of records: an import with Replace empties them all.
+var recordTables = []string{"users", "tokens", "widgets", "companies", "gardens", "garden_coordinates",
+	"company_permissions", "garden_permissions", "projects", "beds", "plant_positions", "cloud_jobs",
+	"images", "image_chunks", "import_map"}
+
 // importer queues the inserts of an import and sends them in batches.
 type importer struct {
 	ctx   context.Context
 	tx    pgx.Tx
 	batch pgx.Batch
 	what  []string // what each queued insert is, for errors
+	// images are the images the imported gardens show.
+	images []gardenImage
+}
+
+type gardenImage struct {
+	garden uint64
+	path   string
+}
+
+// importImage stores the content of one image in the import's transaction, chunk by
+// chunk; content open says is missing is left out.
+func (s *Store) importImage(ctx context.Context, tx pgx.Tx, path string, gardenID uint64, open func(string) (io.ReadCloser, error)) error {
+	rc, err := open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("image %s: %w", path, err)
+	}
+	defer rc.Close()
+	if _, err := tx.Exec(ctx, `INSERT INTO images (path, garden_id, created) VALUES ($1, $2, $3)`, path, gardenID, ts(s.now())); err != nil {
+		if isUnique(err) {
+			return fmt.Errorf("%w: image %s is shown by two gardens", store.ErrInvalid, path)
+		}
+		return err
+	}
+	size, err := writeChunks(rc, func(seq int32, chunk []byte) error {
+		_, err := tx.Exec(ctx, `INSERT INTO image_chunks (path, seq, data) VALUES ($1, $2, $3)`, path, seq, chunk)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("image %s: %w", path, err)
+	}
+	_, err = tx.Exec(ctx, `UPDATE images SET size = $2 WHERE path = $1`, path, size)
+	return err
 }
 
 func (im *importer) queue(what, sql string, args ...any) error {
@@ -252,6 +330,9 @@ func (im *importer) load(kind string, rec any) error {
 		return im.queue(fmt.Sprintf("company %d", r.ID), `INSERT INTO companies (id, name) VALUES ($1, $2)`, r.ID, r.Name)
 	case *store.ArchivedGarden:
 		what := fmt.Sprintf("garden %d", r.ID)
+		if r.ImagePath != nil {
+			im.images = append(im.images, gardenImage{garden: r.ID, path: *r.ImagePath})
+		}
 		if err := im.queue(what, `INSERT INTO gardens (id, company_id, name, image_path) VALUES ($1, $2, $3, $4)`,
 			r.ID, r.Company, r.Name, r.ImagePath); err != nil {
 			return err
@@ -290,6 +371,9 @@ func (im *importer) load(kind string, rec any) error {
 		args = append(args, r.Attempts, ts(r.NextAttempt), nullTime(r.LastAttempt), r.LastError, r.Failed, ts(r.Enqueued), "", nil)
 		return im.queue(fmt.Sprintf("queued download of %s/%s", r.Project, r.Cloud), `INSERT INTO cloud_jobs (`+jobColumns+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, args...)
+	case *store.ImportMapEntry:
+		return im.queue(fmt.Sprintf("import map entry %s/%s/%d", r.Source, r.Kind, r.Key),
+			`INSERT INTO import_map (source, kind, key, id) VALUES ($1, $2, $3, $4)`, r.Source, string(r.Kind), r.Key, r.ID)
 	}
 	return errors.New("archive: unexpected " + kind + " record")
 }

@@ -29,23 +29,49 @@ func collectBeds(rows pgx.Rows, err error) ([]store.Bed, error) {
 }
 
 // CreateBed registers the project uuid as a bed of the garden. The same uuid twice in
-// one garden is ErrConflict (a unique constraint). The garden's row is locked against
-// deletion first, then the project's row is created or locked: the order every
-// writer follows (company → garden → project), so a concurrent deletion of the
-// project's last bed either finishes first or sees this bed.
+// one garden is ErrConflict (a unique constraint).
 func (s *Store) CreateBed(gardenID uint64, uuid, name string) (store.Bed, error) {
+	return s.CreateBedUpTo(gardenID, uuid, name, 0)
+}
+
+// CreateBedUpTo is CreateBed with at most maxBeds beds per garden (0: no limit). The
+// garden's row is locked first: against deletion (FOR KEY SHARE), and with a limit
+// against other bed creations in the same garden too (FOR NO KEY UPDATE), so that
+// counting and inserting are one step; then the project's row is created or locked.
+// That is the order every writer follows (company → garden → project), so a
+// concurrent deletion of the project's last bed either finishes first or sees this
+// bed.
+func (s *Store) CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (store.Bed, error) {
 	b := store.Bed{Garden: gardenID, UUID: uuid, Name: name}
 	if err := b.Validate(); err != nil {
 		return store.Bed{}, err
 	}
+	lock := `FOR KEY SHARE`
+	if maxBeds > 0 {
+		lock = `FOR NO KEY UPDATE`
+	}
 	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
 		var found bool
-		err := tx.QueryRow(ctx, `SELECT true FROM gardens WHERE id = $1 FOR KEY SHARE`, gardenID).Scan(&found)
+		err := tx.QueryRow(ctx, `SELECT true FROM gardens WHERE id = $1 `+lock, gardenID).Scan(&found)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("garden %d: %w", gardenID, store.ErrNotFound)
 		}
 		if err != nil {
 			return err
+		}
+		if maxBeds > 0 {
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM beds WHERE garden_id = $1`, gardenID).Scan(&n); err != nil {
+				return err
+			}
+			var taken bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM beds WHERE garden_id = $1 AND project = $2)`, gardenID, uuid).Scan(&taken); err != nil {
+				return err
+			}
+			// A taken uuid is the conflict it would be without the limit.
+			if !taken && n >= maxBeds {
+				return store.TooManyBeds(gardenID, n, maxBeds)
+			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO projects (uuid) VALUES ($1) ON CONFLICT (uuid) DO UPDATE SET uuid = excluded.uuid`, uuid); err != nil {
 			return err

@@ -329,8 +329,8 @@ func (s *Store) RenewCloudClaim(node, project, cloud string, lease time.Duration
 
 // ReleaseCloudClaims ends every claim node holds, so its jobs are due again at once.
 func (s *Store) ReleaseCloudClaims(node string) (int, error) {
-	if node == "" {
-		return 0, store.Invalid("node", "node is required: the name of the node releasing its jobs")
+	if err := store.ValidateNode(node); err != nil {
+		return 0, err
 	}
 	var n int
 	err := s.do(func(ctx context.Context) error {
@@ -450,4 +450,12 @@ func sortJobs(jobs []store.CloudJob) {
 	slices.SortFunc(jobs, func(a, b store.CloudJob) int {
 		return cmp.Or(a.NextAttempt.Compare(b.NextAttempt), strings.Compare(a.Project, b.Project), strings.Compare(a.Cloud, b.Cloud))
 	})
+}
+
+// CloudQueueCounts counts the queued downloads, pending and failed, in one statement.
+func (s *Store) CloudQueueCounts() (pending, failed int, err error) {
+	err = s.do(func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT failed), count(*) FILTER (WHERE failed) FROM cloud_jobs`).Scan(&pending, &failed)
+	})
+	return pending, failed, err
 }

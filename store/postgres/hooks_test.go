@@ -207,3 +207,27 @@ func TestDeleteLastBedWaitsForNewBed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPoolSize: a node's pool is 16 connections unless the DSN or the options say
+// otherwise.
+func TestPoolSize(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	for _, tc := range []struct {
+		dsn  string
+		opts Options
+		want int32
+	}{
+		{dsn, Options{}, DefaultMaxConns},
+		{dsn + "&pool_max_conns=3", Options{}, 3},
+		{dsn + "&pool_max_conns=3", Options{MaxConns: 5}, 5},
+	} {
+		st, err := Open(context.Background(), tc.dsn, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.pool.Config().MaxConns; got != tc.want {
+			t.Errorf("%s %+v: pool of %d, want %d", tc.dsn, tc.opts, got, tc.want)
+		}
+		st.Close()
+	}
+}

@@ -39,6 +39,11 @@ func (s *Store) SetGardenImage(gardenID uint64, path string, cs store.Coordinate
 		if _, err := tx.Exec(ctx, `UPDATE gardens SET image_path = $2 WHERE id = $1`, gardenID, path); err != nil {
 			return err
 		}
+		// Content stored before it had a garden (PutImage with garden 0) goes with
+		// this one from now on.
+		if _, err := tx.Exec(ctx, `UPDATE images SET garden_id = $1 WHERE path = $2 AND garden_id IS NULL`, gardenID, path); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM garden_coordinates WHERE garden_id = $1`, gardenID); err != nil {
 			return err
 		}
@@ -73,7 +78,7 @@ func (s *Store) GardenImage(gardenID uint64) (string, store.Coordinates, error) 
 			return err
 		}
 		if g.ImagePath == nil {
-			return fmt.Errorf("%w: garden %d has no image", store.ErrNotFound, gardenID)
+			return store.NoImage(gardenID)
 		}
 		path = *g.ImagePath
 		rows, err := tx.Query(ctx, `SELECT name, latitude, longitude FROM garden_coordinates WHERE garden_id = $1 ORDER BY seq`, gardenID)
@@ -130,8 +135,12 @@ func (s *Store) PutImage(ctx context.Context, gardenID uint64, r io.Reader) (str
 	var name [16]byte
 	rand.Read(name[:])
 	path := "images/" + hex.EncodeToString(name[:]) + ".png"
+	var garden *uint64 // NULL: a garden to come (an import)
+	if gardenID != 0 {
+		garden = &gardenID
+	}
 	err := s.doCtx(ctx, func(ctx context.Context) error {
-		_, err := s.pool.Exec(ctx, `INSERT INTO images (path, garden_id, created) VALUES ($1, $2, $3)`, path, gardenID, ts(s.now()))
+		_, err := s.pool.Exec(ctx, `INSERT INTO images (path, garden_id, created) VALUES ($1, $2, $3)`, path, garden, ts(s.now()))
 		if isForeignKey(err) {
 			return fmt.Errorf("garden %d: %w", gardenID, store.ErrNotFound)
 		}
@@ -153,28 +162,16 @@ func (s *Store) PutImage(ctx context.Context, gardenID uint64, r io.Reader) (str
 }
 
 func (s *Store) putChunks(ctx context.Context, path string, r io.Reader) (int64, error) {
-	buf := make([]byte, ImageChunkSize)
-	var size int64
-	for seq := int32(0); ; seq++ {
-		n, rerr := io.ReadFull(r, buf)
-		if n > 0 {
-			err := s.doCtx(ctx, func(ctx context.Context) error {
-				_, err := s.pool.Exec(ctx, `INSERT INTO image_chunks (path, seq, data) VALUES ($1, $2, $3)`, path, seq, buf[:n])
-				return err
-			})
-			if err != nil {
-				return 0, err
-			}
-			size += int64(n)
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			return 0, fmt.Errorf("read image: %w", rerr)
-		}
+	size, err := writeChunks(r, func(seq int32, chunk []byte) error {
+		return s.doCtx(ctx, func(ctx context.Context) error {
+			_, err := s.pool.Exec(ctx, `INSERT INTO image_chunks (path, seq, data) VALUES ($1, $2, $3)`, path, seq, chunk)
+			return err
+		})
+	})
+	if err != nil {
+		return 0, err
 	}
-	err := s.doCtx(ctx, func(ctx context.Context) error {
+	err = s.doCtx(ctx, func(ctx context.Context) error {
 		tag, err := s.pool.Exec(ctx, `UPDATE images SET size = $2 WHERE path = $1`, path, size)
 		if err == nil && tag.RowsAffected() == 0 {
 			// The garden was deleted while its image arrived.
@@ -265,4 +262,26 @@ func (s *Store) SweepUnreferencedImages(ctx context.Context, grace time.Duration
 		return err
 	})
 	return n, err
+}
+
+// writeChunks reads r in chunks of ImageChunkSize, one buffer reused, and hands each
+// to put with its sequence number; it returns how many bytes r held.
+func writeChunks(r io.Reader, put func(seq int32, chunk []byte) error) (int64, error) {
+	buf := make([]byte, ImageChunkSize)
+	var size int64
+	for seq := int32(0); ; seq++ {
+		n, rerr := io.ReadFull(r, buf)
+		if n > 0 {
+			if err := put(seq, buf[:n]); err != nil {
+				return 0, err
+			}
+			size += int64(n)
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			return size, nil
+		}
+		if rerr != nil {
+			return 0, fmt.Errorf("read image: %w", rerr)
+		}
+	}
 }

@@ -91,6 +91,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 			return err
 		}
+		s.created = current == 0
 		if current > len(ms) {
 			return fmt.Errorf("database schema version %d is newer than this gardend (%d): upgrade gardend", current, len(ms))
 		}

@@ -99,7 +99,7 @@ func TestCheckIndexesFindsDamage(t *testing.T) {
 		{"image path and coordinates disagree", `DELETE FROM garden_coordinates`},
 		{"coordinate seq", `UPDATE garden_coordinates SET seq = seq + 10`},
 		{"no bed refers to it", `INSERT INTO projects (uuid) VALUES ('stray')`},
-		{"content never finished", `INSERT INTO images (path, garden_id, created) SELECT 'images/x.png', id, now() FROM gardens`},
+		{"was never finished", `INSERT INTO images (path, garden_id, created) SELECT 'images/x0.png', id, now() FROM gardens`},
 		{"bytes stored", `INSERT INTO images (path, garden_id, size, created) SELECT 'images/y.png', id, 10, now() FROM gardens`},
 		{"identity sequence behind", `INSERT INTO users (id, username, first_name, last_name, email, password_hash, date_joined, username_look)
 			VALUES (1000, 'z', 'z', 'z', '', 'h', now(), 'z')`},

@@ -36,7 +36,8 @@ type Options struct {
 	Now func() time.Time
 	// OpTimeout bounds each operation, waiting for a connection included; 5 s when 0.
 	OpTimeout time.Duration
-	// MaxConns bounds the connection pool; 16 when 0.
+	// MaxConns bounds the connection pool; when 0, the DSN's pool_max_conns
+	// parameter, else 16.
 	MaxConns int32
 }
 
@@ -53,10 +54,21 @@ type Store struct {
 	timeout time.Duration
 	// hook, when set by a test, runs at the named points of an operation.
 	hook func(point string)
+	// observe, when set, is told how long each transaction took (ObserveTx).
+	observe func(write bool, d time.Duration)
+	// created: Open found no schema and made it.
+	created bool
 }
 
-var _ store.Backend = (*Store)(nil)
-var _ store.ImageContent = (*Store)(nil)
+var (
+	_ store.Backend    = (*Store)(nil)
+	_ store.Shared     = (*Store)(nil)
+	_ store.TxObserver = (*Store)(nil)
+)
+
+// ObserveTx sets what is told how long each transaction took; call it before the
+// store is shared between goroutines.
+func (s *Store) ObserveTx(fn func(write bool, d time.Duration)) { s.observe = fn }
 
 // Open connects to the database named by dsn (a postgres:// URL or key=value
 // string), applies pending migrations under an advisory lock, and returns the store.
@@ -68,15 +80,18 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.OpTimeout <= 0 {
 		opts.OpTimeout = DefaultOpTimeout
 	}
-	if opts.MaxConns <= 0 {
-		opts.MaxConns = DefaultMaxConns
-	}
+	explicitPool := strings.Contains(dsn, "pool_max_conns=")
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// The parse error may quote the DSN; pgx redacts its password.
 		return nil, fmt.Errorf("%w: PostgreSQL connection string: %v", store.ErrInvalid, err)
 	}
-	cfg.MaxConns = opts.MaxConns
+	switch {
+	case opts.MaxConns > 0:
+		cfg.MaxConns = opts.MaxConns
+	case !explicitPool:
+		cfg.MaxConns = DefaultMaxConns
+	}
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	cfg.HealthCheckPeriod = 30 * time.Second
@@ -97,6 +112,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// Created reports that Open found the database without gardend's schema and made
+// it: a new install.
+func (s *Store) Created() bool { return s.created }
 
 // Close closes every connection; operations in flight finish first.
 func (s *Store) Close() error {
@@ -135,6 +154,9 @@ func (s *Store) write(fn func(ctx context.Context, tx pgx.Tx) error) error {
 }
 
 func (s *Store) inTx(opts pgx.TxOptions, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	if s.observe != nil {
+		defer func(start time.Time) { s.observe(opts.AccessMode != pgx.ReadOnly, time.Since(start)) }(time.Now())
+	}
 	return s.doCtx(context.Background(), func(ctx context.Context) error {
 		return pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error { return fn(ctx, tx) })
 	})

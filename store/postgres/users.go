@@ -28,15 +28,12 @@ func scanUser(row pgx.Row) (store.User, error) {
 // settles an exact name two nodes want; claimUsername's advisory lock on the name's
 // skeleton serialises lookalikes.
 func (s *Store) CreateUser(in store.NewUser) (store.User, error) {
-	in.Username = store.NormalizeUsername(in.Username)
-	if err := in.Validate(); err != nil {
+	in, err := store.PrepareNewUser(in)
+	if err != nil {
 		return store.User{}, err
 	}
-	if in.PasswordHash == "" {
-		return store.User{}, store.Invalid("password", "password is required")
-	}
 	var u store.User
-	err := s.write(func(ctx context.Context, tx pgx.Tx) (err error) {
+	err = s.write(func(ctx context.Context, tx pgx.Tx) (err error) {
 		if err := claimUsername(ctx, tx, in.Username, 0); err != nil {
 			return err
 		}
@@ -72,7 +69,7 @@ func claimUsername(ctx context.Context, tx pgx.Tx, name string, id uint64) error
 		return err
 	}
 	if taken {
-		return fmt.Errorf("%w: username %q looks like an existing account's; choose another", store.ErrConflict, name)
+		return store.UsernameLooksTaken(name)
 	}
 	return nil
 }
@@ -127,18 +124,17 @@ func (s *Store) UserByUsername(username string) (store.User, error) {
 // up.IfUnchanged the update applies only while the username and credentials
 // generation are still those the caller read.
 func (s *Store) UpdateUser(id uint64, up store.UserUpdate) (store.User, error) {
-	if err := up.Validate(); err != nil {
+	up, err := store.PrepareUserUpdate(up)
+	if err != nil {
 		return store.User{}, err
 	}
 	var look *string
 	if up.Username != nil {
-		name := store.NormalizeUsername(*up.Username)
-		up.Username = &name
-		l := store.UsernameSkeleton(name)
+		l := store.UsernameSkeleton(*up.Username)
 		look = &l
 	}
 	var out store.User
-	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
+	err = s.write(func(ctx context.Context, tx pgx.Tx) error {
 		// The row lock first: two updates of one user apply one after the other.
 		cur, err := scanUser(tx.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1 FOR UPDATE`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -147,7 +143,7 @@ func (s *Store) UpdateUser(id uint64, up store.UserUpdate) (store.User, error) {
 			return err
 		}
 		if was := up.IfUnchanged; was != nil && (cur.Username != was.Username || cur.CredentialsGen != was.CredentialsGen) {
-			return fmt.Errorf("%w: the account's username or password changed while this request was handled; send it again", store.ErrConflict)
+			return store.AccountChanged()
 		}
 		if up.Username != nil && *up.Username != cur.Username {
 			if err := claimUsername(ctx, tx, *up.Username, id); err != nil {
@@ -239,4 +235,23 @@ func userIDByName(ctx context.Context, q querier, username string) (uint64, bool
 		return legacy[0], true, nil
 	}
 	return 0, false, nil
+}
+
+// ReplacePasswordHash swaps the user's hash for a new hash of the same password, in
+// one conditional UPDATE: only over the hash it expects, so a password change that
+// committed first wins. Tokens and the credentials generation stay.
+func (s *Store) ReplacePasswordHash(userID uint64, old, replacement string) (bool, error) {
+	var replaced bool
+	err := s.do(func(ctx context.Context) error {
+		var exists bool
+		err := s.pool.QueryRow(ctx, `WITH u AS (
+				UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2 RETURNING id)
+			SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM users WHERE id = $1)`,
+			userID, old, replacement).Scan(&replaced, &exists)
+		if err == nil && !exists {
+			return fmt.Errorf("user %d: %w", userID, store.ErrNotFound)
+		}
+		return err
+	})
+	return replaced, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,16 @@ func Fill(tb testing.TB, st store.Backend, clock *Clock) {
 	must(err)
 	_, _, _, err = st.ClaimCloudJobs("node-1", 1, time.Minute)
 	must(err)
+	// An imported user and a company that came without an admin, with their import
+	// map entries; and the database's identity.
+	in := store.Import{Source: "fill", Users: []store.ImportUser{{Key: 40, Username: "imported", PwdHash: "!"}},
+		Companies: []store.ImportCompany{{Key: 40, Name: "Imported"}}}
+	plan, err := st.PlanImport(in)
+	must(err)
+	_, err = st.ApplyImport(in, plan, nil)
+	must(err)
+	_, _, err = st.DataID()
+	must(err)
 }
 
 // Records is an archive without its header line (which says when it was written).
@@ -103,7 +114,7 @@ func testArchiveRoundTrip(t *testing.T, h Harness) {
 		t.Errorf("the archive carries a node's claim")
 	}
 	dst, _ := openNodes(t, h, 1)
-	if err := dst[0].Import(context.Background(), bytes.NewReader(first)); err != nil {
+	if err := dst[0].Import(context.Background(), bytes.NewReader(first), store.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if second := export(t, dst[0]); !bytes.Equal(Records(first), Records(second)) {
@@ -122,9 +133,39 @@ func testArchiveRoundTrip(t *testing.T, h Harness) {
 	if c := mustCompany(t, dst[0], dave, "new"); c.ID <= companies[len(companies)-1].ID {
 		t.Errorf("new company id %d does not follow the imported ones", c.ID)
 	}
+	// The identity came along.
+	srcID, _, _ := src.DataID()
+	if id, made, err := dst[0].DataID(); err != nil || made || id != srcID {
+		t.Errorf("identity %q (made %v, %v), want %q", id, made, err, srcID)
+	}
 	// Into a store that holds records: refused, nothing written.
-	err := dst[0].Import(context.Background(), bytes.NewReader(first))
+	err := dst[0].Import(context.Background(), bytes.NewReader(first), store.ImportOptions{})
 	wantErr(t, err, store.ErrConflict)
+}
+
+// testArchiveReplace: with Replace, an import into a store that holds records replaces
+// them all, in one transaction: a bad archive leaves them as they were.
+func testArchiveReplace(t *testing.T, h Harness) {
+	src, clock := open(t, h)
+	Fill(t, src, clock)
+	archive := export(t, src)
+	dst, _ := openNodes(t, h, 1)
+	other := mustUser(t, dst[0], "zed")
+	mustCompany(t, dst[0], other, "Elsewhere")
+	bad := bytes.Replace(archive, []byte(`"username":"ann"`), []byte(`"username":"a n"`), 1)
+	err := dst[0].Import(context.Background(), bytes.NewReader(bad), store.ImportOptions{Replace: true})
+	wantErr(t, err, store.ErrInvalid)
+	if u, err := dst[0].UserByUsername("zed"); err != nil || u.ID != other.ID {
+		t.Fatalf("a failed replace lost the records: %+v, %v", u, err)
+	}
+	if err := dst[0].Import(context.Background(), bytes.NewReader(archive), store.ImportOptions{Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := export(t, dst[0]); !bytes.Equal(Records(archive), Records(got)) {
+		t.Fatalf("replaced store differs:\n%s\nbecame\n%s", archive, got)
+	}
+	_, err = dst[0].UserByUsername("zed")
+	wantErr(t, err, store.ErrNotFound)
 }
 
 // testArchiveRejects: an archive that is not one, or whose records break the rules,
@@ -150,7 +191,7 @@ func testArchiveRejects(t *testing.T, h Harness) {
 		"empty":                     "",
 		"not json":                  "hello\n",
 		"no header":                 user,
-		"newer format":              strings.Replace(header, `"format":1`, `"format":99`, 1),
+		"newer format":              strings.Replace(header, fmt.Sprintf(`"format":%d`, store.ArchiveFormat), `"format":99`, 1),
 		"unknown kind":              header + `{"kind":"spaceship","record":{}}` + "\n",
 		"kinds out of order":        header + company + user,
 		"user twice":                header + user + user,
@@ -168,7 +209,7 @@ func testArchiveRejects(t *testing.T, h Harness) {
 	// empty, and a good archive still goes in at the end.
 	dst, _ := openNodes(t, h, 1)
 	for name, archive := range cases {
-		err := dst[0].Import(context.Background(), strings.NewReader(archive))
+		err := dst[0].Import(context.Background(), strings.NewReader(archive), store.ImportOptions{})
 		if !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
@@ -176,7 +217,7 @@ func testArchiveRejects(t *testing.T, h Harness) {
 			t.Fatalf("%s: a refused import left users: %+v", name, users)
 		}
 	}
-	if err := dst[0].Import(context.Background(), strings.NewReader(good)); err != nil {
+	if err := dst[0].Import(context.Background(), strings.NewReader(good), store.ImportOptions{}); err != nil {
 		t.Fatalf("the good archive after the bad ones: %v", err)
 	}
 }

@@ -67,6 +67,20 @@ func Run(t *testing.T, h Harness) {
 		{"NodesSeeEachOthersWrites", testNodesSeeEachOthersWrites},
 		{"ArchiveRoundTrip", testArchiveRoundTrip},
 		{"ArchiveRejects", testArchiveRejects},
+		{"ArchiveFormat1", testArchiveFormat1},
+		{"ArchiveReplace", testArchiveReplace},
+		{"ImportImagesNeedsContent", testImportImagesNeedsContent},
+		{"UpdateUserIfUnchanged", testUpdateUserIfUnchanged},
+		{"ReplacePasswordHash", testReplacePasswordHash},
+		{"WidgetsUTF8", testWidgetsUTF8},
+		{"DataID", testDataID},
+		{"CreateBedUpTo", testCreateBedUpTo},
+		{"BedLimitAcrossNodes", testBedLimitAcrossNodes},
+		{"CloudQueueCounts", testCloudQueueCounts},
+		{"ImportKeepsIDsAndRerunsToNothing", testImportKeepsIDsAndRerunsToNothing},
+		{"ImportIntoUsedDatabase", testImportIntoUsedDatabase},
+		{"ImportValidation", testImportValidation},
+		{"ImportStalePlan", testImportStalePlan},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,12 +45,18 @@ import (
 // prepare was run on once (a schema migrated, say), which is cheaper than preparing
 // each test's database; prepare must close its connections before it returns.
 func Main(m *testing.M, prepare ...func(dsn string) error) {
+	os.Exit(Run(m, prepare...))
+}
+
+// Run is Main for a TestMain that does more after the tests: it runs them, stops the
+// server and returns the exit code.
+func Run(m *testing.M, prepare ...func(dsn string) error) int {
 	if len(prepare) > 0 {
 		shared.prepare = prepare[0]
 	}
 	code := m.Run()
 	shared.stop()
-	os.Exit(code)
+	return code
 }
 
 // errMissing is the reason for a skip: PostgreSQL is not installed here.
@@ -68,6 +75,14 @@ type server struct {
 	mu    sync.Mutex
 	admin *pgx.Conn
 	n     atomic.Int64
+
+	// own: always start a server, even with GARDEND_PG_DSN (StartServer's, which
+	// the test stops and starts).
+	own bool
+	// What a restart needs: the binaries, the port, the user it runs as.
+	bin  string
+	port int
+	cred *syscall.Credential
 
 	prepare      func(dsn string) error
 	templateOnce sync.Once
@@ -164,7 +179,7 @@ func (s *server) exec(sql string) error {
 
 func (s *server) start() {
 	begin := time.Now()
-	if dsn := os.Getenv("GARDEND_PG_DSN"); dsn != "" {
+	if dsn := os.Getenv("GARDEND_PG_DSN"); dsn != "" && !s.own {
 		u, err := url.Parse(dsn)
 		if err != nil {
 			s.err = fmt.Errorf("GARDEND_PG_DSN: %w", err)
@@ -247,7 +262,15 @@ func (s *server) startServer(bin string) error {
 	if err != nil {
 		return err
 	}
-	logFile, err := os.Create(filepath.Join(s.dir, "postgres.log"))
+	s.bin, s.port, s.cred = bin, port, cred
+	return s.launch()
+}
+
+// launch runs postgres on the cluster made by startServer and connects to it.
+func (s *server) launch() error {
+	bin, port, cred := s.bin, s.port, s.cred
+	data := filepath.Join(s.dir, "data")
+	logFile, err := os.OpenFile(filepath.Join(s.dir, "postgres.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
@@ -260,14 +283,27 @@ func (s *server) startServer(bin string) error {
 		"-c", "max_connections=300", "-c", "shared_buffers=64MB", "-c", "log_min_messages=warning")
 	s.cmd.SysProcAttr = procAttr(cred)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	if err := s.cmd.Start(); err != nil {
+	// The kernel sends the parent-death signal (procAttr) when the thread that started
+	// the child ends, not the process: Go ends threads (one a goroutine locked and
+	// left, say the hashing's), so postgres is started from a thread of its own that
+	// lives until postgres has exited.
+	exited, started := make(chan struct{}), make(chan error, 1)
+	cmd := s.cmd
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			close(exited)
+			return
+		}
+		started <- nil
+		cmd.Wait()
+		close(exited)
+	}()
+	s.exited = exited
+	if err := <-started; err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	s.exited = make(chan struct{})
-	go func() {
-		s.cmd.Wait()
-		close(s.exited)
-	}()
 	s.dsn = url.URL{Scheme: "postgres", User: url.User("postgres"), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Path: "/postgres", RawQuery: "sslmode=disable"}
 	if err := s.connect(30 * time.Second); err != nil {
@@ -314,22 +350,78 @@ func freePort() (int, error) {
 // stop shuts the server down (fast shutdown: open sessions are ended) and removes its
 // directory.
 func (s *server) stop() {
+	s.halt()
+	if s.dir != "" && strings.Contains(s.dir, "gardend-pg-") {
+		os.RemoveAll(s.dir)
+		s.dir = ""
+	}
+}
+
+// halt closes the admin connection and shuts postgres down (fast shutdown: open
+// sessions are ended at once), keeping its data.
+func (s *server) halt() {
 	if s.admin != nil {
 		s.admin.Close(context.Background())
 		s.admin = nil
 	}
-	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-s.exited:
-		case <-time.After(15 * time.Second):
-			s.cmd.Process.Kill()
-			<-s.exited
-		}
-		s.cmd = nil
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
 	}
-	if s.dir != "" && strings.Contains(s.dir, "gardend-pg-") {
-		os.RemoveAll(s.dir)
-		s.dir = ""
+	s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.exited:
+	case <-time.After(15 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// Server is a PostgreSQL of a test's own, for a test that stops and starts it (a
+// restart under load) without disturbing the other tests of the binary, which share
+// one server.
+type Server struct{ s *server }
+
+// StartServer starts a server for the test, stopped and removed at cleanup. Like
+// NewDatabase, it skips the test where PostgreSQL is not installed, unless GARDEND_CI
+// is set.
+func StartServer(tb testing.TB) *Server {
+	tb.Helper()
+	s := &server{own: true}
+	s.ready(tb)
+	tb.Cleanup(s.stop)
+	return &Server{s: s}
+}
+
+// NewDatabase creates an empty database; it goes with the server at cleanup.
+func (x *Server) NewDatabase(tb testing.TB) string {
+	tb.Helper()
+	name := fmt.Sprintf("gardend_test_%d_%d", os.Getpid(), x.s.n.Add(1))
+	if err := x.s.exec(`CREATE DATABASE ` + pgx.Identifier{name}.Sanitize()); err != nil {
+		tb.Fatalf("create test database: %v", err)
+	}
+	return x.s.dsnOf(name)
+}
+
+// Stop shuts the server down (fast shutdown: open sessions are ended at once), keeping
+// its data; clients see their connections refused until Start.
+func (x *Server) Stop(tb testing.TB) {
+	tb.Helper()
+	x.s.mu.Lock()
+	defer x.s.mu.Unlock()
+	x.s.halt()
+}
+
+// Start starts a stopped server again, on the same port and data.
+func (x *Server) Start(tb testing.TB) {
+	tb.Helper()
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return
+	}
+	if err := s.launch(); err != nil {
+		tb.Fatalf("start PostgreSQL again: %v", err)
 	}
 }

@@ -1,0 +1,7 @@
+package bolt
+
+import (
+	"github.com/gardend/gardend/store"
+)
+
+var _ store.Backend = (*Store)(nil)

@@ -1,0 +1,144 @@
+package bolt
+
+import (
+	"fmt"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/gardend/gardend/store"
+)
+
+// bedRecord is the stored form: Bed plus its garden, which Bed hides from JSON.
+type bedRecord struct {
+	store.Bed
+	Garden uint64 `json:"garden"`
+}
+
+func (r bedRecord) bed() store.Bed {
+	b := r.Bed
+	b.Garden = r.Garden
+	return b
+}
+
+// bedUUIDKey indexes beds by project: uuid, a 0 byte (no uuid contains one, so a scan
+// of "uuid\x00" never reaches a longer uuid), the garden id.
+func bedUUIDKey(uuid string, gardenID uint64) []byte {
+	k := make([]byte, 0, len(uuid)+1+8)
+	k = append(k, uuid...)
+	k = append(k, 0)
+	return append(k, itob(gardenID)...)
+}
+
+// CreateBed registers the project uuid as a bed of the garden. The same uuid twice in
+// one garden is ErrConflict.
+func (s *Store) CreateBed(gardenID uint64, uuid, name string) (store.Bed, error) {
+	return s.CreateBedUpTo(gardenID, uuid, name, 0)
+}
+
+// CreateBedUpTo is CreateBed for a garden that may have at most maxBeds beds (0: no
+// limit): one more is ErrTooManyBeds, checked in the same transaction as the insert.
+// A garden that has more already keeps them.
+func (s *Store) CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (store.Bed, error) {
+	b := store.Bed{Garden: gardenID, UUID: uuid, Name: name}
+	if err := b.Validate(); err != nil {
+		return store.Bed{}, err
+	}
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		if _, err := getGarden(tx, gardenID); err != nil {
+			return err
+		}
+		byUUID := tx.Bucket(bucketBedUUIDs)
+		if byUUID.Get(bedUUIDKey(uuid, gardenID)) != nil {
+			return store.BedUUIDTaken(gardenID, uuid)
+		}
+		if maxBeds > 0 {
+			if n := len(idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID))); n >= maxBeds {
+				return store.TooManyBeds(gardenID, n, maxBeds)
+			}
+		}
+		beds := tx.Bucket(bucketBeds)
+		id, err := beds.NextSequence()
+		if err != nil {
+			return err
+		}
+		b.ID = id
+		if err := putJSON(beds, itob(id), bedRecord{Bed: b, Garden: gardenID}); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketGardenBeds).Put(pairKey(gardenID, id), nil); err != nil {
+			return err
+		}
+		return byUUID.Put(bedUUIDKey(uuid, gardenID), itob(id))
+	})
+	if err != nil {
+		return store.Bed{}, err
+	}
+	return b, nil
+}
+
+func getBed(tx *bbolt.Tx, id uint64) (store.Bed, error) {
+	rec, err := getRecord[bedRecord](tx, bucketBeds, "bed", id)
+	if err != nil {
+		return store.Bed{}, err
+	}
+	return rec.bed(), nil
+}
+
+// bedOf loads a bed addressed under a garden: a bed of another garden is ErrNotFound.
+func bedOf(tx *bbolt.Tx, gardenID, bedID uint64) (store.Bed, error) {
+	b, err := getBed(tx, bedID)
+	if err != nil {
+		return store.Bed{}, err
+	}
+	if b.Garden != gardenID {
+		return store.Bed{}, fmt.Errorf("bed %d of garden %d: %w", bedID, gardenID, store.ErrNotFound)
+	}
+	return b, nil
+}
+
+// Bed returns a bed of the garden.
+func (s *Store) Bed(gardenID, bedID uint64) (store.Bed, error) {
+	var b store.Bed
+	err := s.db.View(func(tx *bbolt.Tx) (err error) {
+		b, err = bedOf(tx, gardenID, bedID)
+		return err
+	})
+	return b, err
+}
+
+// BedsOfGarden returns the garden's beds by ascending id.
+func (s *Store) BedsOfGarden(gardenID uint64) ([]store.Bed, error) {
+	var out []store.Bed
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		if _, err := getGarden(tx, gardenID); err != nil {
+			return err
+		}
+		var err error
+		out, err = getEach(tx, getBed, idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID)))
+		return err
+	})
+	return out, err
+}
+
+// DeleteBed removes a bed of the garden. Removed.BedUUIDs holds its uuid when no other
+// bed refers to that project any more.
+func (s *Store) DeleteBed(gardenID, bedID uint64) (store.Removed, error) {
+	return s.deleteInTx(func(tx *bbolt.Tx, r *store.Removed) error {
+		b, err := bedOf(tx, gardenID, bedID)
+		if err != nil {
+			return err
+		}
+		return deleteBed(tx, b, r)
+	})
+}
+
+func deleteBed(tx *bbolt.Tx, b store.Bed, r *store.Removed) error {
+	if err := tx.Bucket(bucketBedUUIDs).Delete(bedUUIDKey(b.UUID, b.Garden)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketGardenBeds).Delete(pairKey(b.Garden, b.ID)); err != nil {
+		return err
+	}
+	r.BedUUIDs = append(r.BedUUIDs, b.UUID)
+	return tx.Bucket(bucketBeds).Delete(itob(b.ID))
+}

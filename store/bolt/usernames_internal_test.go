@@ -1,0 +1,93 @@
+package bolt
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/gardend/gardend/store"
+)
+
+func openTestStore(t *testing.T, path string) *Store {
+	t.Helper()
+	st, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.CheckIndexes(); err != nil {
+			t.Errorf("index check: %v", err)
+		}
+		st.Close()
+	})
+	return st
+}
+
+func newTestUser(name string) store.NewUser {
+	return store.NewUser{Username: name, FirstName: "F", LastName: "L", PasswordHash: "h"}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// A database from before normalisation: its accounts keep their names and work,
+// including names the new rules refuse; their plain forms find them; no new account
+// may take a lookalike of them.
+func TestLegacyUsernamesKeepWorking(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	st, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := map[string]uint64{}
+	err = st.db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range []string{"ｂｏｂ", "раypal", "ａｎｎ", "ann"} {
+			id, _ := tx.Bucket(bucketUsers).NextSequence()
+			rec := userRecord{User: store.User{ID: id, Username: name, FirstName: "F", LastName: "L"}, PasswordHash: "h"}
+			if err := putJSON(tx.Bucket(bucketUsers), itob(id), rec); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketUsernames).Put([]byte(name), itob(id)); err != nil {
+				return err
+			}
+			legacy[name] = id
+		}
+		// As the release before the skeleton index left it.
+		if err := tx.DeleteBucket(bucketUsernameLooks); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, itob(1))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st = openTestStore(t, path) // migrates to schema 2
+	for name, id := range legacy {
+		if u, err := st.UserByUsername(name); err != nil || u.ID != id {
+			t.Errorf("UserByUsername(%q) = %+v, %v; want account %d", name, u, err, id)
+		}
+	}
+	// The plain form finds the one legacy account it stands for...
+	if u, err := st.UserByUsername("bob"); err != nil || u.ID != legacy["ｂｏｂ"] {
+		t.Errorf("bob: %+v, %v", u, err)
+	}
+	// ...and the exact name wins where two legacy accounts normalise alike.
+	if u, err := st.UserByUsername("ann"); err != nil || u.ID != legacy["ann"] {
+		t.Errorf("ann: %+v, %v", u, err)
+	}
+	for _, name := range []string{"bob", "ｂｏｂ", "paypal", "ann"} {
+		if _, err := st.CreateUser(newTestUser(name)); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("new %q beside the legacy accounts: %v", name, err)
+		}
+	}
+	// Other operations on a legacy name that the new rules refuse still work.
+	if _, err := st.UpdateUser(legacy["раypal"], store.UserUpdate{FirstName: ptrTo("Pay")}); err != nil {
+		t.Errorf("update of a mixed-script legacy account: %v", err)
+	}
+	if u, err := st.UpdateUser(legacy["ｂｏｂ"], store.UserUpdate{Username: ptrTo("bob")}); err != nil || u.Username != "bob" {
+		t.Errorf("legacy ｂｏｂ renamed to its normal form: %+v, %v", u, err)
+	}
+}

@@ -1,0 +1,21 @@
+package bolt
+
+import (
+	bbolt "go.etcd.io/bbolt"
+)
+
+// ReplacePasswordHash swaps the user's stored hash for a new hash of the same
+// password (an imported Django hash upgraded to argon2id after a login verified it).
+// It replaces only if the stored hash is still old, so a password change made
+// meanwhile wins, and reports whether it replaced. Unlike a password change it keeps
+// every token: the password is the same.
+func (s *Store) ReplacePasswordHash(userID uint64, old, replacement string) (replaced bool, err error) {
+	err = s.updateUser(userID, func(_ *bbolt.Tx, r *userRecord) error {
+		replaced = r.PasswordHash == old
+		if replaced {
+			r.PasswordHash = replacement
+		}
+		return nil
+	})
+	return replaced, err
+}
