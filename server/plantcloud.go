@@ -18,20 +18,12 @@ import (
 // project details say which cloud belongs to it. A cloud not downloaded yet is 404
 // and queued, so asking again shortly finds it.
 func (s *Server) handlePlantPointCloud(w http.ResponseWriter, r *http.Request) {
-	_, b, _, err := s.bedFromPath(r)
-	if err == nil && s.spatial == nil {
-		err = errNoSpatial
-	}
+	b, bed, err := s.spatialBedFromPath(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	plantID := httprouter.ParamsFromContext(r.Context()).ByName("plant_id")
-	bed, err := s.spatial.Bed(r.Context(), b.UUID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	var plant *spatial.Plant
 	for i := range bed.Plants {
 		if bed.Plants[i].ID == plantID {

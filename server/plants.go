@@ -9,15 +9,7 @@ import (
 // handleListPlants answers {"plants": [...]} for one bed, per plant, in plant-name
 // order; 502 when the spatial server cannot answer. Missing point clouds are queued.
 func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
-	_, b, _, err := s.bedFromPath(r)
-	if err == nil && s.spatial == nil {
-		err = errNoSpatial
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	bed, err := s.spatial.Bed(s.spatialContext(r, b.Garden), b.UUID)
+	b, bed, err := s.spatialBedFromPath(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

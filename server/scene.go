@@ -61,15 +61,7 @@ type sceneJSON struct {
 }
 
 func (s *Server) handleScene(w http.ResponseWriter, r *http.Request) {
-	_, b, _, err := s.bedFromPath(r)
-	if err == nil && s.spatial == nil {
-		err = errNoSpatial
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	bed, err := s.spatial.Bed(r.Context(), b.UUID)
+	b, bed, err := s.spatialBedFromPath(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -10,6 +10,7 @@ import (
 	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/spatial/demo"
+	"github.com/gardend/gardend/store"
 )
 
 // errNoSpatial: the beds and plants endpoints need a spatial data server and none is
@@ -102,6 +103,20 @@ func (s *Server) probeSpatial(ctx context.Context) {
 // request's calls draw from (one garden's listing cannot starve another's).
 func (s *Server) spatialContext(r *http.Request, gardenID uint64) context.Context {
 	return spatial.WithCaller(r.Context(), spatial.Caller{RequestID: requestID(r), Share: "garden " + idText(gardenID)})
+}
+
+// spatialBedFromPath resolves the path's bed for a reader of its garden and reads it
+// from the spatial server, drawing on the garden's share of the call slots.
+func (s *Server) spatialBedFromPath(r *http.Request) (store.Bed, spatial.Bed, error) {
+	_, b, _, err := s.bedFromPath(r)
+	if err == nil && s.spatial == nil {
+		err = errNoSpatial
+	}
+	if err != nil {
+		return b, spatial.Bed{}, err
+	}
+	bed, err := s.spatial.Bed(s.spatialContext(r, b.Garden), b.UUID)
+	return b, bed, err
 }
 
 // bedErrorText is what a client learns of a bed the spatial server could not answer

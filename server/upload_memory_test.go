@@ -42,29 +42,6 @@ func uploadBody(tb testing.TB, size int64, seed uint64) (io.ReadCloser, int64) {
 	return pr, length
 }
 
-// peakHeap samples runtime.MemStats until stop is closed and reports the highest
-// HeapInuse.
-func peakHeap(stop <-chan struct{}) <-chan uint64 {
-	out := make(chan uint64, 1)
-	go func() {
-		var m runtime.MemStats
-		var peak uint64
-		t := time.NewTicker(2 * time.Millisecond)
-		defer t.Stop()
-		for {
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapInuse)
-			select {
-			case <-stop:
-				out <- peak
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return out
-}
-
 // concurrentUploads runs n uploads of size bytes at once against a real listener, each
 // to its own garden, and returns the growth of the peak heap over the heap before.
 func concurrentUploads(tb testing.TB, n int, size int64) (growth uint64, elapsed time.Duration) {
@@ -80,7 +57,7 @@ func concurrentUploads(tb testing.TB, n int, size int64) (growth uint64, elapsed
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	stop := make(chan struct{})
-	peak := peakHeap(stop)
+	peak := heapPeak(2*time.Millisecond, stop)
 	start := time.Now()
 	uploadAll(tb, owner, paths, size)
 	elapsed = time.Since(start)
