@@ -100,11 +100,11 @@ func TestHashQueueCancel(t *testing.T) {
 	l.join(ctx, "head", Foreground, 50)
 	l.join(bg, "behind", Foreground, 10)
 	cancel()
-	if got := l.next(t); got != "head: "+context.Canceled.Error() {
-		t.Fatalf("cancelled head: %q", got)
-	}
-	if got := l.next(t); got != "behind" {
-		t.Fatalf("then %q, want behind", got)
+	// The head leaving grants "behind" at once, so the two goroutines report in
+	// either order; "behind" fits only once the head has left the line.
+	got := map[string]bool{l.next(t): true, l.next(t): true}
+	if want := "head: " + context.Canceled.Error(); !got[want] || !got["behind"] {
+		t.Fatalf("got %v, want %q and behind", got, want)
 	}
 	q.release(10)
 	q.release(90)
