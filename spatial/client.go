@@ -135,7 +135,7 @@ type Client struct {
 
 	closed                atomic.Bool
 	inFlight, maxInFlight atomic.Int64
-	cacheHits, collapsed  atomic.Int64
+	cacheHits             atomic.Int64
 	callsMu               sync.Mutex
 	calls                 map[string]int64
 }
@@ -229,7 +229,7 @@ func (c *Client) Stats() ClientStats {
 		InFlight:     int(c.inFlight.Load()),
 		MaxInFlight:  int(c.maxInFlight.Load()),
 		CacheHits:    c.cacheHits.Load(),
-		Collapsed:    c.collapsed.Load(),
+		Collapsed:    c.flight.joins.Load(),
 		CacheEntries: c.cache.len(),
 	}
 }

@@ -305,7 +305,20 @@ func TestBedCacheExpiry(t *testing.T) {
 func TestBedCollapsesConcurrentCalls(t *testing.T) {
 	ds := dataset(4)
 	b := &ds.Beds[3]
-	srv := startDemo(t, ds, demo.ServerOptions{Latency: 30 * time.Millisecond})
+	srv := startDemo(t, ds, demo.ServerOptions{})
+	// The server holds the first call until every reader has joined it, so the
+	// readers overlap however the goroutines are scheduled.
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	var freeOnce sync.Once
+	free := func() { freeOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failed wait must not leave the server's handler blocked
+	srv.SetHook(func(method, _ string) (time.Duration, error) {
+		if method == mDetails {
+			arrived <- struct{}{}
+			<-release
+		}
+		return 0, nil
+	})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{})
 	var wg sync.WaitGroup
 	beds := make([]spatial.Bed, 8)
@@ -317,6 +330,9 @@ func TestBedCollapsesConcurrentCalls(t *testing.T) {
 			beds[i], errs[i] = c.Bed(context.Background(), b.ProjectUUID)
 		}()
 	}
+	<-arrived
+	eventually(t, "every reader joined the first call", func() bool { return c.Stats().Collapsed == int64(len(beds)-1) })
+	free()
 	wg.Wait()
 	for i := range beds {
 		if errs[i] != nil {
@@ -329,8 +345,8 @@ func TestBedCollapsesConcurrentCalls(t *testing.T) {
 	if got, want := srv.Stats().Calls, wantCalls(b); !reflect.DeepEqual(got, want) {
 		t.Errorf("calls %v, want %v", got, want)
 	}
-	if c.Stats().Collapsed == 0 {
-		t.Error("no call was collapsed")
+	if got := c.Stats().Collapsed; got < int64(len(beds)-1) {
+		t.Errorf("%d callers joined a call in flight, want at least %d", got, len(beds)-1)
 	}
 }
 

@@ -218,7 +218,16 @@ func (cc cachedCall[T]) fetch(c *Client, ctx context.Context, project, id string
 		}
 		return v.(T), nil
 	}
-	v, err, joined := c.flight.do(ctx, key, func(fctx context.Context) (any, error) {
+	v, err, _ := c.flight.do(ctx, key, func(fctx context.Context) (any, error) {
+		// A call for the key may have finished between the cache lookup above and
+		// now; it cached its answer before leaving the flight, so look again rather
+		// than ask the server twice.
+		if v, ok := c.cache.get(key); ok {
+			if nf, ok := v.(notFoundAnswer); ok {
+				return nil, nf.err
+			}
+			return v, nil
+		}
 		resp := cc.newResp()
 		if err := c.invoke(fctx, cc.method, project, cc.target(project, id), c.cfg.CallTimeout, cc.request(project, id), resp); err != nil {
 			if errors.Is(err, ErrNotFound) {
@@ -229,9 +238,6 @@ func (cc cachedCall[T]) fetch(c *Client, ctx context.Context, project, id string
 		c.cache.put(key, resp)
 		return resp, nil
 	})
-	if joined {
-		c.collapsed.Add(1)
-	}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) && !isCallError(err) {
 			return zero, fmt.Errorf("spatial: %s of project %s: %w", shortName(cc.method), project, err)

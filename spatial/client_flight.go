@@ -3,6 +3,7 @@ package spatial
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // flightGroup collapses identical calls that are in flight at the same time into one.
@@ -12,6 +13,9 @@ import (
 type flightGroup struct {
 	mu    sync.Mutex
 	calls map[string]*flightCall
+	// joins counts the callers that joined a call in flight, as they join (not when
+	// the call ends), so a test can see them all waiting.
+	joins atomic.Int64
 }
 
 type flightCall struct {
@@ -33,6 +37,7 @@ func (g *flightGroup) do(ctx context.Context, key string, fn func(context.Contex
 	c, joined := g.calls[key]
 	if joined {
 		c.waiters++
+		g.joins.Add(1)
 	} else {
 		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		c = &flightCall{done: make(chan struct{}), waiters: 1, cancel: cancel}

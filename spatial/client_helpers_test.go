@@ -140,7 +140,8 @@ func settleGoroutines(tb testing.TB, base int) {
 // eventually polls cond for up to two seconds.
 func eventually(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	// Generous: a loaded CI machine under -race is slow, and only failures wait it out.
+	deadline := time.Now().Add(15 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)
