@@ -251,12 +251,10 @@ func TestBedColdCost(t *testing.T) {
 	if _, err := c.Bed(context.Background(), b.ProjectUUID); err != nil {
 		t.Fatal(err)
 	}
-	warm := time.Since(start)
+	t.Logf("warm bed: %v", time.Since(start))
+	// What the cache saves is the calls; the wall time is BenchmarkBed's to measure.
 	if got := srv.Stats().Calls; !reflect.DeepEqual(got, st.Calls) {
 		t.Errorf("warm bed made calls: %v, before %v", got, st.Calls)
-	}
-	if warm > latency {
-		t.Errorf("warm bed took %v", warm)
 	}
 	if cs := c.Stats(); cs.CacheHits != int64(1+perPlant) || cs.MaxInFlight < perPlant*9/10 || cs.InFlight != 0 {
 		t.Errorf("client stats %+v", cs)

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -284,14 +285,22 @@ func TestBedFailsFast(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	base := runtime.NumGoroutine()
 
-	// Classes fail at once; everything but the details hangs for 20 s.
+	// Classes fail as soon as a hanging call has reached the server, so there is one
+	// to cancel; everything but the details hangs for 20 s.
+	hanging := make(chan struct{})
+	var hangingOnce sync.Once
 	srv.SetHook(func(method, _ string) (time.Duration, error) {
 		switch method {
 		case mDetails:
 			return 0, nil
 		case mClass:
+			select {
+			case <-hanging:
+			case <-time.After(15 * time.Second):
+			}
 			return 0, status.Error(codes.Internal, "class table corrupt")
 		}
+		hangingOnce.Do(func() { close(hanging) })
 		return 20 * time.Second, nil
 	})
 	defer srv.SetHook(nil)

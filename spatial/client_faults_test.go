@@ -419,7 +419,7 @@ func clientGoroutines() []string {
 // client was made).
 func expectNoClientGoroutines(tb testing.TB, base int) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		left := clientGoroutines()
 		n := runtime.NumGoroutine()

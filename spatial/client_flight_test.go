@@ -34,7 +34,7 @@ func TestFlightCollapses(t *testing.T) {
 		}()
 	}
 	// Let every caller join before the call ends.
-	for deadline := time.Now().Add(2 * time.Second); ; {
+	for deadline := time.Now().Add(15 * time.Second); ; {
 		g.mu.Lock()
 		n := 0
 		if c := g.calls["k"]; c != nil {
@@ -76,7 +76,7 @@ func TestFlightCancel(t *testing.T) {
 	go func() { _, err, _ := g.do(ctx1, "k", fn); errs <- err }()
 	<-started
 	go func() { _, err, _ := g.do(ctx2, "k", fn); errs <- err }()
-	for deadline := time.Now().Add(2 * time.Second); ; {
+	for deadline := time.Now().Add(15 * time.Second); ; {
 		g.mu.Lock()
 		n := g.calls["k"].waiters
 		g.mu.Unlock()

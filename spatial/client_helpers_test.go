@@ -126,7 +126,7 @@ func plantString(p spatial.Plant) string {
 // settleGoroutines waits until the goroutine count is back to at most base.
 func settleGoroutines(tb testing.TB, base int) {
 	tb.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for runtime.NumGoroutine() > base {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
@@ -137,7 +137,7 @@ func settleGoroutines(tb testing.TB, base int) {
 	}
 }
 
-// eventually polls cond for up to two seconds.
+// eventually polls cond for up to 15 seconds.
 func eventually(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
 	// Generous: a loaded CI machine under -race is slow, and only failures wait it out.
