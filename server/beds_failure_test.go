@@ -204,6 +204,8 @@ func TestBedsStreamClientCancel(t *testing.T) {
 	if err != nil || !strings.Contains(line, `"id":`+u64(ss.beds[0])) {
 		t.Fatalf("first line %q: %v", line, err)
 	}
+	// The slow bed's call must have reached the server for it to be cancelled there.
+	eventually(t, "the slow bed's call to reach the demo server", func() bool { return ss.demo.Stats().InFlight > 0 })
 	cancel()
 	res.Body.Close()
 	tr.CloseIdleConnections()

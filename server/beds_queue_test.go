@@ -48,9 +48,9 @@ func TestCloudQueueResumesAfterRestart(t *testing.T) {
 			t.Errorf("an interrupted download counted as an attempt: %+v", j)
 		}
 	}
-	if st := ss.demo.Stats(); st.Cancelled == 0 {
-		t.Error("no download was in progress at shutdown")
-	}
+	// The demo server notes a cancelled call when its handler returns, which may be
+	// a moment after our side has hung up.
+	eventually(t, "the demo server to see a download cancelled at shutdown", func() bool { return ss.demo.Stats().Cancelled > 0 })
 
 	ss.demo.SetHook(nil)
 	ss.g.start()
