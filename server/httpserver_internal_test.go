@@ -20,7 +20,9 @@ import (
 // test-only stand-in for the NDJSON beds listing, served like Run serves (same
 // http.Server settings, observe's wrapped ResponseWriter) on a real listener.
 func TestStreamingWriteDeadline(t *testing.T) {
-	const writeTimeout, step, lines = 150 * time.Millisecond, 100 * time.Millisecond, 5
+	// Wide margins both ways: a step is 700 ms short of the timeout, and the whole
+	// stream 800 ms longer than it, so a loaded machine cannot turn either outcome.
+	const writeTimeout, step, lines = time.Second, 300 * time.Millisecond, 7
 	s, err := newForTest(t, Config{DataDir: t.TempDir(), WriteTimeout: writeTimeout, Logger: zerolog.Nop(),
 		Argon2: store.Argon2Params{Time: 1, Memory: 64, Threads: 1, KeyLen: 32}})
 	if err != nil {
