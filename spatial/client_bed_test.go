@@ -210,53 +210,64 @@ func TestBedDedupe(t *testing.T) {
 	}
 }
 
-// TestBedColdCost: with 30 ms per call a cold bed costs about two round trips, every
-// per-plant call is in flight at once, and a second read is served from the cache.
+// TestBedColdCost: a cold bed costs two rounds, the details and then every per-plant
+// call in flight at once; a second read is served from the cache.
 func TestBedColdCost(t *testing.T) {
-	const latency = 30 * time.Millisecond
 	ds := dataset(2)
 	b := &ds.Beds[0]
-	srv := startDemo(t, ds, demo.ServerOptions{Latency: latency})
+	srv := startDemo(t, ds, demo.ServerOptions{})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{MaxInFlight: 256})
 	// Open the connection first: its handshake is not a round trip of the protocol.
 	if _, err := c.Bed(context.Background(), ds.Beds[1].ProjectUUID); err != nil {
 		t.Fatal(err)
 	}
-	srv.ResetStats()
-
-	start := time.Now()
-	if _, err := c.Bed(context.Background(), b.ProjectUUID); err != nil {
-		t.Fatal(err)
-	}
-	cold := time.Since(start)
-	st := srv.Stats()
 	perPlant := 0
 	for m, n := range wantCalls(b) {
 		if m != mDetails {
 			perPlant += int(n)
 		}
 	}
-	t.Logf("cold bed: %v, %d per-plant calls, max concurrent on server %d", cold, perPlant, st.MaxInFlight)
-	if st.MaxInFlight < perPlant*9/10 {
-		t.Errorf("max concurrency %d, want about %d", st.MaxInFlight, perPlant)
-	}
-	// The concurrency above is what shows a single second round. Wall time on a shared
-	// two-core machine under the race detector only gets a loose bound: well below
-	// the calls one after another.
-	if cold > time.Duration(perPlant/2)*latency {
-		t.Errorf("cold bed took %v, want about %v", cold, 2*latency)
-	}
+	// The server holds every per-plant call until all of them have arrived: only a
+	// client that sends them all at once gets past this barrier before its timeout.
+	var mu sync.Mutex
+	arrived, all := 0, make(chan struct{})
+	srv.SetHook(func(method, _ string) (time.Duration, error) {
+		if method == mDetails {
+			return 0, nil
+		}
+		mu.Lock()
+		if arrived++; arrived == perPlant {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+		}
+		return 0, nil
+	})
+	defer srv.SetHook(nil)
+	srv.ResetStats()
 
-	start = time.Now()
 	if _, err := c.Bed(context.Background(), b.ProjectUUID); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("warm bed: %v", time.Since(start))
+	st := srv.Stats()
+	if st.MaxInFlight != perPlant {
+		t.Errorf("at most %d calls at once on the server, want all %d per-plant calls", st.MaxInFlight, perPlant)
+	}
+	if got, want := st.Calls, wantCalls(b); !reflect.DeepEqual(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+
+	if _, err := c.Bed(context.Background(), b.ProjectUUID); err != nil {
+		t.Fatal(err)
+	}
 	// What the cache saves is the calls; the wall time is BenchmarkBed's to measure.
 	if got := srv.Stats().Calls; !reflect.DeepEqual(got, st.Calls) {
 		t.Errorf("warm bed made calls: %v, before %v", got, st.Calls)
 	}
-	if cs := c.Stats(); cs.CacheHits != int64(1+perPlant) || cs.MaxInFlight < perPlant*9/10 || cs.InFlight != 0 {
+	if cs := c.Stats(); cs.CacheHits != int64(1+perPlant) || cs.MaxInFlight < perPlant || cs.InFlight != 0 {
 		t.Errorf("client stats %+v", cs)
 	}
 }
@@ -351,14 +362,33 @@ func TestBedCollapsesConcurrentCalls(t *testing.T) {
 func TestBedMaxInFlight(t *testing.T) {
 	ds := demo.Generate(demo.Options{Seed: 7, Beds: 2, Plants: 12})
 	srv := startDemo(t, ds, demo.ServerOptions{Latency: 5 * time.Millisecond})
+	// The first per-plant calls wait until four are on the server at once, so the
+	// cap is reached however the goroutines are scheduled; a fifth is never let in.
+	var mu sync.Mutex
+	arrived, four := 0, make(chan struct{})
+	srv.SetHook(func(method, _ string) (time.Duration, error) {
+		if method == mDetails {
+			return 0, nil
+		}
+		mu.Lock()
+		if arrived++; arrived == 4 {
+			close(four)
+		}
+		mu.Unlock()
+		select {
+		case <-four:
+		case <-time.After(10 * time.Second):
+		}
+		return 0, nil
+	})
 	c := dial(t, srv.Addr(), spatial.ClientConfig{MaxInFlight: 4})
 	for r := range c.Beds(context.Background(), ds.ProjectUUIDs()[:2]) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
 	}
-	if got := srv.Stats().MaxInFlight; got > 4 || got < 2 {
-		t.Errorf("server saw %d at once, want <= 4", got)
+	if got := srv.Stats().MaxInFlight; got != 4 {
+		t.Errorf("server saw %d at once, want 4", got)
 	}
 	if got := c.Stats().MaxInFlight; got != 4 {
 		t.Errorf("client MaxInFlight %d, want 4", got)
