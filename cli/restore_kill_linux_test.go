@@ -84,15 +84,17 @@ func TestRestoreBinaryKilledThenServe(t *testing.T) {
 		extra    int
 	}{
 		{"while unpacking", ".restore-tmp-", 0},
-		// Hundreds of an operator's files make moving the old data aside take long
-		// enough (a few ms) for the kill to land in the middle of it.
+		// Hundreds of an operator's files, sorted before the database and the images,
+		// make moving the old data aside take long enough (a few ms) for the kill to
+		// land in the middle of it most of the time. A loaded machine may land it
+		// later; the checks follow the state it landed in.
 		{"while moving the old data aside", ".restore-saving-", 500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			oldImage := filepath.Join(dir, filepath.FromSlash(gardenWithImage(t, dir)))
 			for i := range tc.extra {
-				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("operator-%04d.txt", i)), nil, 0o600); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, operatorFile(i)), nil, 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -126,11 +128,23 @@ func TestRestoreBinaryKilledThenServe(t *testing.T) {
 			timer := time.AfterFunc(10*time.Second, func() { serve.Process.Kill() })
 			msg, err := serve.CombinedOutput()
 			timer.Stop()
-			if err == nil || !strings.Contains(string(msg), "gardend restore --rollback --data "+dir) {
-				t.Fatalf("serve on the half-restored directory: %v\n%s", err, msg)
+			// Every state offers the way out it has: --rollback until the old data is
+			// being deleted, --resume once the archive is unpacked.
+			if err == nil || !strings.Contains(string(msg), "gardend restore --") ||
+				in.State != backup.Deleting && !strings.Contains(string(msg), "gardend restore --rollback --data "+dir) ||
+				in.State != backup.Unpacking && !strings.Contains(string(msg), "gardend restore --resume --data "+dir) {
+				t.Fatalf("serve on the directory a restore killed in state %s left: %v\n%s", in.State, err, msg)
 			}
-			if _, err := os.Stat(oldImage); err != nil {
-				t.Fatalf("the old garden's image went: %v", err)
+			// Until it is being deleted, the old data is in place or in the restore's
+			// own directories (moved aside).
+			imageRel := strings.TrimPrefix(oldImage, dir+"/")
+			if in.State != backup.Deleting && !existsUnder(dir, imageRel, in.Names) {
+				t.Fatalf("the old garden's image went in state %s (%v)", in.State, in.Names)
+			}
+			// Deleting: the backup's data stays whichever way (see backup.Rollback).
+			rolledBack, rolledBackImage := "old", true
+			if in.State == backup.Deleting {
+				rolledBack, rolledBackImage = "root", false
 			}
 
 			undone := filepath.Join(t.TempDir(), "undone")
@@ -140,11 +154,11 @@ func TestRestoreBinaryKilledThenServe(t *testing.T) {
 			if msg, err := gardendCmd(bin, "restore", "--rollback", "--data", undone).CombinedOutput(); err != nil {
 				t.Fatalf("--rollback: %v\n%s", err, msg)
 			}
-			if users, err := gardendCmd(bin, "inspect", "users", "--data", undone).CombinedOutput(); err != nil || !bytes.Contains(users, []byte("old")) {
-				t.Fatalf("after --rollback: %v\n%s", err, users)
+			if users, err := gardendCmd(bin, "inspect", "users", "--data", undone).CombinedOutput(); err != nil || !bytes.Contains(users, []byte(rolledBack)) {
+				t.Fatalf("after --rollback from state %s: %v, want user %s\n%s", in.State, err, rolledBack, users)
 			}
-			if _, err := os.Stat(filepath.Join(undone, filepath.FromSlash(strings.TrimPrefix(oldImage, dir+"/")))); err != nil {
-				t.Fatalf("after --rollback the old image is missing: %v", err)
+			if _, err := os.Stat(filepath.Join(undone, filepath.FromSlash(imageRel))); (err == nil) != rolledBackImage {
+				t.Fatalf("after --rollback from state %s the old image is there: %v, want %v", in.State, err == nil, rolledBackImage)
 			}
 
 			msg, err = gardendCmd(bin, "restore", "--resume", "--data", dir).CombinedOutput()
@@ -164,9 +178,24 @@ func TestRestoreBinaryKilledThenServe(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "gardend.db")); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(filepath.Join(dir, "operator-0000.txt")); tc.extra > 0 && !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(dir, operatorFile(0))); tc.extra > 0 && !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("the old data was not replaced: %v", err)
 			}
 		})
 	}
+}
+
+// operatorFile names an operator's i-th file in the data directory; "a-" sorts it
+// before gardend.db and images/, so a restore moves these aside first.
+func operatorFile(i int) string { return fmt.Sprintf("a-operator-%04d.txt", i) }
+
+// existsUnder reports whether rel exists in dir or in one of the restore's entries
+// of dir (names).
+func existsUnder(dir, rel string, names []string) bool {
+	for _, base := range append([]string{""}, names...) {
+		if _, err := os.Stat(filepath.Join(dir, base, filepath.FromSlash(rel))); err == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package pointcloud
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,17 +90,25 @@ func TestPoolReleasesClaimsOfItsLastRun(t *testing.T) {
 // ErrClaimLost, and counts no attempt.
 func TestPoolStopsWhenItsClaimIsGone(t *testing.T) {
 	st, src, p := leasedPool(t)
+	// A renewal between the release and node-2's claim would end the download and
+	// let the pool claim the job again before node-2 does: the takeover holds them off.
+	gated := &renewGate{Store: st}
+	p.store = gated
 	events := make(chan Event, 8)
 	defer p.watch(func(ev Event) { events <- ev })()
 	p.Enqueue([]store.CloudJob{mapJob(cloudA)})
 	startPool(t, p)
 	<-src.entered
-	if _, err := st.ReleaseCloudClaims("node-1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, _, err := st.ClaimCloudJobs("node-2", 0, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	func() {
+		gated.mu.Lock()
+		defer gated.mu.Unlock()
+		if _, err := st.ReleaseCloudClaims("node-1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := st.ClaimCloudJobs("node-2", 0, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}()
 	ev := <-events
 	if !errors.Is(ev.Err, ErrClaimLost) || ev.Cloud != cloudA {
 		t.Fatalf("event %+v, want ErrClaimLost", ev)
@@ -118,4 +127,16 @@ func leasedPool(t *testing.T) (*bolt.Store, *heldSource, *Pool) {
 	p := NewPool(st, src, NewFiles(t.TempDir(), 0, zerolog.Nop()),
 		Config{Workers: 1, Node: "node-1", Lease: 30 * time.Millisecond}, st.Now, zerolog.Nop())
 	return st, src, p
+}
+
+// renewGate is a store whose claim renewals wait while the test holds mu.
+type renewGate struct {
+	Store
+	mu sync.Mutex
+}
+
+func (g *renewGate) RenewCloudClaim(node, project, cloud string, lease time.Duration) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.Store.RenewCloudClaim(node, project, cloud, lease)
 }

@@ -77,25 +77,32 @@ func TestWebApp(t *testing.T) {
 
 	t.Run("beds one by one", func(t *testing.T) {
 		p.t = t
-		// Cold cache, bed i's details 250 ms × i late, and the last bed failing: the
-		// lines come one by one, the last as an error line.
+		// Cold cache, bed i's details held until the page shows bed i-1's line, and
+		// the last bed failing: the lines come one by one, the last as an error line.
+		// (Delays alone would let a stalled browser read two lines in one chunk.)
 		ds := d.srv.DemoSpatialServer()
-		var failing string
 		beds := demoBeds(t, d)
-		failing = beds[5].uuid
-		delay := map[string]time.Duration{}
-		for i, b := range beds {
-			delay[b.uuid] = time.Duration(i) * 250 * time.Millisecond
+		failing := beds[5].uuid
+		gate := map[string]chan struct{}{}
+		for _, b := range beds {
+			gate[b.uuid] = make(chan struct{})
 		}
+		close(gate[beds[0].uuid])
+		stop := make(chan struct{})
+		defer close(stop) // a failed wait below must not leave calls held
 		ds.SetHook(func(method, project string) (time.Duration, error) {
-			if method != demo.MethodProjectDetails {
+			g, ok := gate[project]
+			if method != demo.MethodProjectDetails || !ok {
 				return 0, nil
 			}
+			select {
+			case <-g:
+			case <-stop:
+			}
 			if project == failing {
-				time.Sleep(delay[project]) // a failing hook is not delayed by the server
 				return 0, status.Error(codes.Internal, "broken for the test")
 			}
-			return delay[project], nil
+			return 0, nil
 		})
 		defer ds.SetHook(nil)
 		d.srv.ResetSpatialCache()
@@ -104,6 +111,10 @@ func TestWebApp(t *testing.T) {
 			if (el && window.__counts.at(-1) !== el.dataset.count) window.__counts.push(el.dataset.count);
 		}).observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true}); true`, nil)
 		p.open(hash)
+		for i := 1; i < len(beds); i++ {
+			p.waitFor(fmt.Sprintf("bed %d's line", i), fmt.Sprintf(`+(document.querySelector('.progress[data-count]') || {dataset: {}}).dataset.count >= %d`, i))
+			close(gate[beds[i].uuid])
+		}
 		p.waitFor("the garden drawn", `document.querySelector('main').dataset.drawn`)
 		var counts []string
 		p.eval(`window.__counts`, &counts)
