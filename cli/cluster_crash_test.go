@@ -202,7 +202,9 @@ func TestClusterKillDuringDownloads(t *testing.T) {
 	})
 	dsn := pgtest.NewDatabase(t)
 	bin := buildGardend(t)
-	flags := []string{"--store", dsn, "--spatial", addr, "--pointcloud-lease", "1s"}
+	// A 2 s lease (renewed every ~0.7 s) leaves a live node over a second of
+	// scheduling slack before the other may take its downloads as abandoned.
+	flags := []string{"--store", dsn, "--spatial", addr, "--pointcloud-lease", "2s"}
 	a := startGardend(t, bin, t.TempDir(), flags...)
 	b := startGardend(t, bin, t.TempDir(), flags...)
 

@@ -3,6 +3,7 @@ package web_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -153,6 +154,13 @@ func TestWebApp(t *testing.T) {
 	t.Run("map", func(t *testing.T) {
 		p.t = t
 		// Every point cloud lands while the page waits; it draws them without a reload.
+		// The downloads' pace is the server's (slow on a loaded machine); what is the
+		// page's is to notice within its longest poll interval (15 s) once they are in.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := d.srv.WaitCloudsIdle(ctx); err != nil {
+			t.Fatalf("the download queue did not drain: %v", err)
+		}
 		p.waitFor("every plant placed", `document.querySelector('main').dataset.settled === 'true'`)
 		want := apiMarkers(t, d)
 		var got struct{ Plants, Beds, Circles, Squares int }

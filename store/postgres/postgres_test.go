@@ -295,7 +295,9 @@ func TestOutageIsUnavailableAndRecovers(t *testing.T) {
 	}
 	p := newProxy(t, u.Host)
 	u.Host = p.ln.Addr().String()
-	const deadline = 700 * time.Millisecond
+	// Long enough that twice it leaves a loaded machine 1.5 s of slack past one
+	// deadline, while an operation that waited twice would still show.
+	const deadline = 1500 * time.Millisecond
 	st, err := postgres.Open(context.Background(), u.String(), postgres.Options{OpTimeout: deadline, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
