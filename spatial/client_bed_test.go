@@ -229,23 +229,7 @@ func TestBedColdCost(t *testing.T) {
 	}
 	// The server holds every per-plant call until all of them have arrived: only a
 	// client that sends them all at once gets past this barrier before its timeout.
-	var mu sync.Mutex
-	arrived, all := 0, make(chan struct{})
-	srv.SetHook(func(method, _ string) (time.Duration, error) {
-		if method == mDetails {
-			return 0, nil
-		}
-		mu.Lock()
-		if arrived++; arrived == perPlant {
-			close(all)
-		}
-		mu.Unlock()
-		select {
-		case <-all:
-		case <-time.After(10 * time.Second):
-		}
-		return 0, nil
-	})
+	srv.SetHook(holdUntil(perPlant, perPlantMethods...))
 	defer srv.SetHook(nil)
 	srv.ResetStats()
 
@@ -364,23 +348,7 @@ func TestBedMaxInFlight(t *testing.T) {
 	srv := startDemo(t, ds, demo.ServerOptions{Latency: 5 * time.Millisecond})
 	// The first per-plant calls wait until four are on the server at once, so the
 	// cap is reached however the goroutines are scheduled; a fifth is never let in.
-	var mu sync.Mutex
-	arrived, four := 0, make(chan struct{})
-	srv.SetHook(func(method, _ string) (time.Duration, error) {
-		if method == mDetails {
-			return 0, nil
-		}
-		mu.Lock()
-		if arrived++; arrived == 4 {
-			close(four)
-		}
-		mu.Unlock()
-		select {
-		case <-four:
-		case <-time.After(10 * time.Second):
-		}
-		return 0, nil
-	})
+	srv.SetHook(holdUntil(4, perPlantMethods...))
 	c := dial(t, srv.Addr(), spatial.ClientConfig{MaxInFlight: 4})
 	for r := range c.Beds(context.Background(), ds.ProjectUUIDs()[:2]) {
 		if r.Err != nil {

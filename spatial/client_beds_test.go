@@ -337,20 +337,7 @@ func TestBedsReadsAWindowOfBedsAtOnce(t *testing.T) {
 	srv := startDemo(t, dataset(1), demo.ServerOptions{})
 	// The first calls wait until a whole window is on the server, so the window is
 	// filled however the goroutines are scheduled; a wider one would show.
-	var mu sync.Mutex
-	arrived, full := 0, make(chan struct{})
-	srv.SetHook(func(string, string) (time.Duration, error) {
-		mu.Lock()
-		if arrived++; arrived == window {
-			close(full)
-		}
-		mu.Unlock()
-		select {
-		case <-full:
-		case <-time.After(10 * time.Second):
-		}
-		return 0, nil
-	})
+	srv.SetHook(holdUntil(window))
 	c := dial(t, srv.Addr(), spatial.ClientConfig{})
 	uuids := make([]string, 300)
 	for i := range uuids {

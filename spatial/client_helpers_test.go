@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,3 +151,30 @@ func eventually(tb testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// holdUntil returns a demo server hook that holds every call of the methods it is
+// given (all methods when none) until n such calls are on the server at once, then
+// lets them all through. A call waits at most 10 s, so a client that never sends n
+// at once shows as fewer in flight rather than a hung test.
+func holdUntil(n int, methods ...string) func(method, project string) (time.Duration, error) {
+	var mu sync.Mutex
+	arrived, all := 0, make(chan struct{})
+	return func(method, _ string) (time.Duration, error) {
+		if len(methods) > 0 && !slices.Contains(methods, method) {
+			return 0, nil
+		}
+		mu.Lock()
+		if arrived++; arrived == n {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+		}
+		return 0, nil
+	}
+}
+
+// perPlantMethods are the calls of a bed's second round.
+var perPlantMethods = []string{mMeasurement, mInstance, mClass, mTransform}
