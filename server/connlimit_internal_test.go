@@ -99,20 +99,26 @@ func unfinishedHeaders(t *testing.T, addr string, n int) []net.Conn {
 // waitIdle waits until the limiter has seen n connections go idle.
 func waitIdle(t *testing.T, lim *connLimiter, n int) {
 	t.Helper()
+	waitConns(t, lim, n, "idle", func(c *limitedConn) bool { return http.ConnState(c.state.Load()) == http.StateIdle })
+}
+
+// waitConns waits until at least n of the limiter's connections match.
+func waitConns(t *testing.T, lim *connLimiter, n int, what string, match func(*limitedConn) bool) {
+	t.Helper()
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		idle := 0
+		found := 0
 		lim.mu.Lock()
 		for c := range lim.open {
-			if http.ConnState(c.state.Load()) == http.StateIdle {
-				idle++
+			if match(c) {
+				found++
 			}
 		}
 		lim.mu.Unlock()
-		if idle >= n {
+		if found >= n {
 			return
 		}
 	}
-	t.Fatalf("fewer than %d idle connections", n)
+	t.Fatalf("fewer than %d %s connections", n, what)
 }
 
 func TestConnLimitIdleGiveWay(t *testing.T) {
@@ -222,11 +228,7 @@ func TestConnLimitSlowHeaders(t *testing.T) {
 	slow := unfinishedHeaders(t, addr, 2)
 	// Their grace runs from when the limiter accepted them, which a loaded machine
 	// may do late: wait for that, then let the grace pass.
-	for deadline := time.Now().Add(10 * time.Second); lim.openCount() < 2; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the limiter never accepted the two slow connections")
-		}
-	}
+	waitConns(t, lim, 2, "accepted", func(*limitedConn) bool { return true })
 	time.Sleep(2 * lim.newGrace)
 	c, br := keepAlive(t, addr)
 	if err := roundTrip(c, br, "/"); err != nil {
@@ -276,11 +278,4 @@ func TestConnLimitUnfinishedShare(t *testing.T) {
 	if lim.fresh != 2 || len(lim.open) != 3 {
 		t.Fatalf("%d unfinished of %d open, want 2 of 3", lim.fresh, len(lim.open))
 	}
-}
-
-// openCount is how many connections the limiter tracks.
-func (l *connLimiter) openCount() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.open)
 }
