@@ -45,6 +45,7 @@ environment, the config file, the default. Other flags (restore --force, inspect
 	root.SetVersionTemplate("{{.Version}}\n")
 	// cobra says what was wrong with a flag but not where to look.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		//nolint:staticcheck // ST1005: printed as is, a sentence in cobra's own words
 		return fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
 	root.PersistentFlags().StringVar(&g.dataDir, "data", DefaultDataDir, "data directory (database, images, point clouds)")
