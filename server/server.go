@@ -321,6 +321,10 @@ func newServer(cfg Config) (*Server, error) {
 
 		cloudFiles: pointcloud.NewFiles(cfg.DataDir, cfg.Clouds.MaxBytes, cfg.Logger),
 	}
+	s.pw.OnPriorityError(func(err error) {
+		s.log.Warn().Err(err).Msg("password hashes run at normal priority, competing with requests: " +
+			"a hashing thread's priority cannot be lowered (allow setpriority in the unit's SystemCallFilter, see docs/deploy.md)")
+	})
 	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
 	}
