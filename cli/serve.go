@@ -72,7 +72,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	return cmd
 }
 
-func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
+func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	log, err := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
 	if err != nil {
 		return err
@@ -132,18 +132,19 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer closeInto(&err, "the server's store", srv.Close)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.demo {
 		go func() {
 			select {
 			case <-srv.Ready():
-				fmt.Fprintf(cmd.OutOrStdout(), "gardend demo on http://%s — log in as %q with password %q\n",
+				// For the person at the terminal; nothing to do if it is gone.
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "gardend demo on http://%s — log in as %q with password %q\n",
 					srv.Addr(), server.DemoUsername, server.DemoPassword)
-				fmt.Fprintf(cmd.OutOrStdout(), "web app: http://%s/ (the demo garden: http://%s/#/c%s)\n",
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "web app: http://%s/ (the demo garden: http://%s/#/c%s)\n",
 					srv.Addr(), srv.Addr(), appGardenPath(srv.DemoGardenPath()))
-				fmt.Fprintf(cmd.OutOrStdout(), "demo garden: http://%s%s (beds: GET %s/beds)\n",
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "demo garden: http://%s%s (beds: GET %s/beds)\n",
 					srv.Addr(), srv.DemoGardenPath(), srv.DemoGardenPath())
 			case <-ctx.Done():
 			}
