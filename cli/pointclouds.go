@@ -44,8 +44,13 @@ workers.`,
 		Args: cobra.NoArgs,
 		RunE: o.run,
 	}
-	cmd.Flags().Uint64Var(&o.garden, "garden", 0, "only this garden's beds (default: all gardens)")
-	o.spatial.addFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.Uint64Var(&o.garden, "garden", 0, "only this garden's beds (default: all gardens)")
+	o.spatial.addFlags(f)
+	// The shared flags' help speaks of serve; here they serve the in-process fetch.
+	f.Lookup("spatial").Usage = "spatial data server (SEEREP) gRPC address HOST:PORT to fetch from " +
+		"in process when gardend serve is not running (while it runs, its workers fetch and this is not needed)"
+	f.Lookup("pointcloud-workers").Usage = "point clouds downloaded at once when fetching in process"
 	return cmd
 }
 

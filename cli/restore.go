@@ -52,7 +52,8 @@ holds in the same transaction. Nodes may keep running; nothing needs --resume.
 		Example: `  gardend restore /mnt/usb/gardend-20261122T080000Z.tar --data /var/lib/gardend --force
   ssh backup-host 'cat gardend.tar' | gardend restore - --data /var/lib/gardend
   gardend restore --resume --data /var/lib/gardend     # after a power cut during a restore
-  gardend restore box.tar --store "$GARDEND_STORE" --data /var/lib/gardend-node   # a box's install into a cluster`,
+  # a box's install into a cluster:
+  gardend restore box.tar --store "$GARDEND_STORE" --data /var/lib/gardend-node`,
 		Args: o.args,
 		RunE: o.run,
 	}

@@ -46,7 +46,8 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 commands reach the database through a Unix socket in the data directory.`,
 		Example: `  gardend serve --demo
   gardend serve --demo --demo-latency 30ms
-  gardend serve --addr 0.0.0.0:8000 --data /var/lib/gardend --spatial seerep.farm:9090 --log-format json`,
+  gardend serve --addr 0.0.0.0:8000 --data /var/lib/gardend --spatial seerep.farm:9090 \
+    --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: o.run,
 	}
