@@ -129,7 +129,9 @@ func printBackupSummary(out, warn io.Writer, target string, m *backup.Manifest, 
 	for _, x := range m.Skipped {
 		_, _ = fmt.Fprintf(warn, "warning: %s left out: %s\n", printable(x.Path), printable(x.Reason))
 	}
-	_, _ = fmt.Fprintf(out, "wrote %s: %s (%s) from %s, schema %d\n", target, formatSize(archiveBytes), describeEntries(m), m.Created.Format("2006-01-02T15:04:05Z07:00"), m.SchemaVersion)
+	// The archive's size, and the data it holds: the size restore reports.
+	_, _ = fmt.Fprintf(out, "wrote %s: %s archive, %s of data (%s) from %s, schema %d\n", target, formatSize(archiveBytes),
+		formatSize(m.TotalBytes()), describeEntries(m), m.Created.Format("2006-01-02T15:04:05Z07:00"), m.SchemaVersion)
 }
 
 // describeEntries counts the database and the files of each top-level directory.

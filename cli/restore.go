@@ -133,7 +133,7 @@ func printRestored(cmd *cobra.Command, m *backup.Manifest, file, target string) 
 	for _, x := range m.Missing {
 		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was missing when the backup was made (%s)\n", printable(x.Path), printable(x.Reason))
 	}
-	_, _ = fmt.Fprintf(out, "restored %s into %s: %s (%s)\n", printable(file), printable(target), formatSize(m.TotalBytes()), describeEntries(m))
+	_, _ = fmt.Fprintf(out, "restored %s into %s: %s of data (%s)\n", printable(file), printable(target), formatSize(m.TotalBytes()), describeEntries(m))
 	_, _ = fmt.Fprintf(out, "backup made %s by gardend %s, schema %d\n", m.Created.Format(time.RFC3339), printable(m.GardendVersion), m.SchemaVersion)
 }
 
