@@ -46,7 +46,8 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 commands reach the database through a Unix socket in the data directory.`,
 		Example: `  gardend serve --demo
   gardend serve --demo --demo-latency 30ms
-  gardend serve --addr 0.0.0.0:8000 --data /var/lib/gardend --spatial seerep.farm:9090 --log-format json`,
+  gardend serve --addr 0.0.0.0:8000 --data /var/lib/gardend --spatial seerep.farm:9090 \
+    --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: o.run,
 	}
@@ -72,7 +73,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	return cmd
 }
 
-func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
+func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	log, err := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
 	if err != nil {
 		return err
@@ -132,18 +133,19 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer closeInto(&err, "the server's store", srv.Close)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.demo {
 		go func() {
 			select {
 			case <-srv.Ready():
-				fmt.Fprintf(cmd.OutOrStdout(), "gardend demo on http://%s — log in as %q with password %q\n",
+				// For the person at the terminal; nothing to do if it is gone.
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "gardend demo on http://%s — log in as %q with password %q\n",
 					srv.Addr(), server.DemoUsername, server.DemoPassword)
-				fmt.Fprintf(cmd.OutOrStdout(), "web app: http://%s/ (the demo garden: http://%s/#/c%s)\n",
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "web app: http://%s/ (the demo garden: http://%s/#/c%s)\n",
 					srv.Addr(), srv.Addr(), appGardenPath(srv.DemoGardenPath()))
-				fmt.Fprintf(cmd.OutOrStdout(), "demo garden: http://%s%s (beds: GET %s/beds)\n",
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "demo garden: http://%s%s (beds: GET %s/beds)\n",
 					srv.Addr(), srv.DemoGardenPath(), srv.DemoGardenPath())
 			case <-ctx.Done():
 			}

@@ -24,7 +24,8 @@ the API like a self-registered one. The password is read from standard input wit
 terminal. --first-name and --last-name are required, as on registration. Works whether
 or not gardend serve is running on the data directory.`,
 		Example: `  gardend user create --username bob --first-name Bob --last-name Gardener
-  printf '%s\n' "$PASSWORD" | gardend user create --username bob --first-name Bob --last-name Gardener --password-stdin`,
+  printf '%s\n' "$PASSWORD" |
+    gardend user create --username bob --first-name Bob --last-name Gardener --password-stdin`,
 		Args: cobra.NoArgs,
 		RunE: o.run,
 	}

@@ -34,7 +34,7 @@ func (s *Server) listenAdmin() (net.Listener, error) {
 	}
 	// Only the owner of the data directory may drive the CLI through it.
 	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
+		_ = ln.Close() // the chmod error is the one to report
 		return nil, fmt.Errorf("admin socket permissions: %w", err)
 	}
 	return ln, nil
@@ -50,7 +50,7 @@ func (s *Server) serveAdmin(ctx context.Context, ln net.Listener) {
 	if err := serveUntilDone(ctx, hs, ln); err != nil {
 		s.log.Error().Err(err).Msg("admin socket")
 	}
-	os.Remove(AdminSocketPath(s.cfg.DataDir))
+	_ = os.Remove(AdminSocketPath(s.cfg.DataDir)) // a stale socket is removed at the next start
 }
 
 // serveUntilDone serves hs on ln until ctx ends, then shuts it down, waiting at most
@@ -60,7 +60,7 @@ func serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener) error
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		hs.Shutdown(shut)
+		_ = hs.Shutdown(shut) // past 5 s, what is in flight ends with the process
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -36,7 +36,9 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 	if len(beds) == 0 {
 		return
 	}
-	rc.Flush() // the client sees the status before the first bed is ready
+	if err := rc.Flush(); err != nil { // the client sees the status before the first bed is ready
+		return
+	}
 
 	plantsURL := s.baseURL(r) + "/companies/" + idText(g.Company) + "/gardens/" + idText(g.ID) + "/beds/"
 	uuids := make([]string, len(beds))

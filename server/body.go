@@ -148,13 +148,13 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 		p.ended = true
 		// The body is done (or broken): back to the request's own deadline, which the
 		// server's check for a vanished client then runs under.
-		p.rc.SetReadDeadline(p.limit)
+		_ = p.rc.SetReadDeadline(p.limit) // fails only on a closed connection: nothing left to read
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return n, errSlowBody(p.grace, p.rate)
 		}
 		return n, err
 	}
-	p.rc.SetReadDeadline(p.deadline())
+	_ = p.rc.SetReadDeadline(p.deadline()) // as above
 	return n, nil
 }
 

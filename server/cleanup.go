@@ -87,7 +87,7 @@ func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
 // countDataFiles counts the regular files under images/ and pointclouds/.
 func (s *Server) countDataFiles() int {
 	n := 0
-	filepath.WalkDir(filepath.Join(s.cfg.DataDir, ImageDirName), func(_ string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(filepath.Join(s.cfg.DataDir, ImageDirName), func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			n++
 		}

@@ -92,7 +92,7 @@ func (l *connLimiter) admit(c net.Conn) *limitedConn {
 	if full && victims[n] == nil {
 		l.mu.Unlock()
 		l.refused.Add(1) // before the close, which the client may observe at once
-		c.Close()
+		_ = c.Close()
 		l.warn(now, "refused")
 		return nil
 	}
@@ -112,7 +112,7 @@ func (l *connLimiter) admit(c net.Conn) *limitedConn {
 	l.fresh++
 	l.mu.Unlock()
 	for _, v := range victims[:n] {
-		v.Conn.Close() // its own Close finds it forgotten
+		_ = v.Conn.Close() // its own Close finds it forgotten; the server sees the error
 		l.evicted.Add(1)
 		l.warn(now, "closed an idle or unfinished connection for")
 	}

@@ -21,7 +21,7 @@ func (s *Server) observeMetrics(r *http.Request, ri *reqInfo, status int, d time
 	if s.metrics == nil || ri.adminSocket {
 		return
 	}
-	route := openAPIPath(ri.route)
+	route := ri.route
 	s.metrics.ObserveRequest(r.Method, route, status, d)
 	if route == "/login" && r.Method == http.MethodPost {
 		s.metrics.ObserveLogin(status)

@@ -180,7 +180,8 @@ func (s *Server) accessLog(r *http.Request, ri *reqInfo, sw *statusWriter, elaps
 // durationMS is d in milliseconds, the unit of every duration_ms log field.
 func durationMS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// withRoute records the matched route's pattern in the request's info.
+// withRoute records the matched route's pattern, in OpenAPI syntax, in the request's
+// info.
 func withRoute(pattern string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ri := infoOf(r); ri != nil {

@@ -66,7 +66,8 @@ func (s *Server) buildHandler() http.Handler {
 		if rt.maxBody > 0 {
 			limit = rt.maxBody
 		}
-		h = withRoute(rt.path, s.limitBody(limit, h))
+		// Logs and metrics name the route as docs/openapi.yaml does ({company_id}).
+		h = withRoute(openAPIPath(rt.path), s.limitBody(limit, h))
 		r.Handler(rt.method, rt.path, h)
 		if rt.method == http.MethodGet {
 			r.Handler(http.MethodHead, rt.path, headOnly(h))

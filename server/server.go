@@ -254,7 +254,7 @@ type testHooks struct {
 func New(cfg Config) (*Server, error) {
 	s, err := newServer(cfg)
 	if err != nil && cfg.Store != nil {
-		cfg.Store.Close() // the server owns it from New on
+		_ = cfg.Store.Close() // the server owns it from New on; err is the one to report
 	}
 	return s, err
 }
@@ -321,6 +321,10 @@ func newServer(cfg Config) (*Server, error) {
 
 		cloudFiles: pointcloud.NewFiles(cfg.DataDir, cfg.Clouds.MaxBytes, cfg.Logger),
 	}
+	s.pw.OnPriorityError(func(err error) {
+		s.log.Warn().Err(err).Msg("password hashes run at normal priority, competing with requests: " +
+			"a hashing thread's priority cannot be lowered (allow setpriority in the unit's SystemCallFilter, see docs/deploy.md)")
+	})
 	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
 	}
@@ -374,21 +378,21 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.AdminSocket {
 		sock, err := s.listenAdmin()
 		if err != nil {
-			ln.Close()
+			_ = ln.Close() // err is the one to report
 			return err
 		}
 		bg.Go(func() { s.serveAdmin(ctx, sock) })
 	}
 	if s.cfg.Demo {
 		if err := s.seedDemo(ctx); err != nil {
-			ln.Close()
+			_ = ln.Close() // err is the one to report
 			return fmt.Errorf("seed demo data: %w", err)
 		}
 	}
 	if s.cfg.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", s.cfg.MetricsAddr)
 		if err != nil {
-			ln.Close()
+			_ = ln.Close() // err is the one to report
 			return fmt.Errorf("metrics listener on %s: %w", s.cfg.MetricsAddr, err)
 		}
 		s.mu.Lock()
@@ -433,7 +437,7 @@ func (s *Server) Run(ctx context.Context) error {
 	err = hs.Shutdown(shutCtx)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("in-flight requests did not finish in time; closing them")
-		hs.Close()
+		_ = hs.Close() // the listener's error only; connections are closed
 	}
 	bg.Wait()
 	if e := <-serveErr; e != nil && !errors.Is(e, http.ErrServerClosed) {
@@ -451,7 +455,7 @@ func (s *Server) Close() error {
 
 func (s *Server) closeSpatial() {
 	if s.spatial != nil {
-		s.spatial.Close()
+		_ = s.spatial.Close() // shutting down: nothing to retry
 	}
 	if s.demo != nil {
 		s.demo.srv.Stop()

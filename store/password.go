@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/crypto/argon2"
@@ -71,13 +72,30 @@ type Passwords struct {
 	params Argon2Params
 	queue  *hashQueue
 	hashes atomic.Uint64
+
+	lowerPriority func() error // lowerThreadPriority; tests make it fail
+	priorityOnce  sync.Once
+	priorityWarn  func(error)
 }
 
 // NewPasswords allows at most maxConcurrent hashes at once (at least 1), within
 // HashingBudget(p, maxConcurrent).
 func NewPasswords(p Argon2Params, maxConcurrent int) *Passwords {
 	maxConcurrent = max(maxConcurrent, 1)
-	return &Passwords{params: p, queue: newHashQueue(maxConcurrent, HashingBudget(p, maxConcurrent)/1024)}
+	return &Passwords{params: p, queue: newHashQueue(maxConcurrent, HashingBudget(p, maxConcurrent)/1024),
+		lowerPriority: lowerThreadPriority}
+}
+
+// OnPriorityError sets what is told, once, the first time a hash's thread cannot be
+// given a lower priority (hashes then compete with requests for the cores). Call it
+// before the first hash.
+func (p *Passwords) OnPriorityError(warn func(error)) { p.priorityWarn = warn }
+
+// onHashThread runs fn on a hashing thread of lower priority.
+func (p *Passwords) onHashThread(fn func()) {
+	if err := onHashThread(p.lowerPriority, fn); err != nil && p.priorityWarn != nil {
+		p.priorityOnce.Do(func() { p.priorityWarn(err) })
+	}
 }
 
 // HashingBudget is the memory, in bytes, that maxConcurrent hashes may hold together:
@@ -125,7 +143,7 @@ func (p *Passwords) HashAs(ctx context.Context, prio Priority, password string) 
 	}
 	defer release()
 	var key []byte
-	onHashThread(func() {
+	p.onHashThread(func() {
 		key = argon2.IDKey([]byte(password), salt, p.params.Time, p.params.Memory, p.params.Threads, p.params.KeyLen)
 	})
 	enc := base64.RawStdEncoding
@@ -167,7 +185,7 @@ func (p *Passwords) Verify(ctx context.Context, encoded, password string) (bool,
 	}
 	defer release()
 	var got []byte
-	onHashThread(func() {
+	p.onHashThread(func() {
 		got = argon2.IDKey([]byte(password), salt, par.Time, par.Memory, par.Threads, uint32(len(want)))
 	})
 	return subtle.ConstantTimeCompare(got, want) == 1, nil

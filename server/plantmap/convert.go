@@ -204,7 +204,7 @@ func Convert(d *Dump) *Converted {
 		var u struct {
 			Username string `json:"username"`
 		}
-		json.Unmarshal(rec.Fields, &u)
+		_ = json.Unmarshal(rec.Fields, &u) // convertUsers reports a malformed record
 		if id, ok := parsePK(rec.PK); ok && u.Username != "" {
 			c.users[u.Username] = id
 		}

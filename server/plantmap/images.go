@@ -49,7 +49,7 @@ func LoadImage(mediaDir, name string) (Image, error) {
 	if err != nil {
 		return Image{}, fmt.Errorf("its image file: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	data, err := io.ReadAll(io.LimitReader(f, MaxImageFileBytes+1))
 	if err != nil {
 		return Image{}, fmt.Errorf("read its image file %s: %w", name, err)

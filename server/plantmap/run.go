@@ -125,7 +125,7 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 	written := map[uint64]string{}
 	undo := func() {
 		for _, rel := range written {
-			o.Images.Remove(rel)
+			_ = o.Images.Remove(rel) // unreferenced: the start-up sweep removes a leftover
 		}
 	}
 	for _, key := range plan.NewGardensWithImage(conv.Import) {

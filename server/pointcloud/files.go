@@ -70,7 +70,7 @@ func (f *Files) Open(project, cloudUUID string) (*os.File, fs.FileInfo, error) {
 	}
 	st, err := file.Stat()
 	if err != nil {
-		file.Close()
+		_ = file.Close() // read only
 		return nil, nil, err
 	}
 	return file, st, nil
@@ -97,7 +97,7 @@ func (f *Files) read(path string) (cloud.PointCloud, int64, error) {
 	if err != nil {
 		return cloud.PointCloud{}, 0, err
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }() // read only
 	st, err := file.Stat()
 	if err != nil {
 		return cloud.PointCloud{}, 0, err
@@ -117,7 +117,7 @@ func (f *Files) RemoveProject(project string) error {
 // Count counts the regular files under the directory.
 func (f *Files) Count() int {
 	n := 0
-	filepath.WalkDir(f.dir, func(_ string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(f.dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			n++
 		}

@@ -48,7 +48,7 @@ func (p *Pool) fetch(ctx context.Context, j store.CloudJob) Event {
 		ev.Err = err
 		if errors.Is(err, store.ErrNotFound) {
 			// The bed went while the cloud was on its way: so does the file.
-			os.Remove(path)
+			_ = os.Remove(path) // unreferenced: the sweep removes a leftover
 			log.Info().Msg("point cloud dropped: no bed refers to its project any more")
 			return ev
 		}

@@ -25,20 +25,22 @@ func WritePLY(w io.Writer, pc PointCloud) error {
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	n := int(pc.Width) * int(pc.Height)
-	fmt.Fprintf(bw, "ply\nformat binary_little_endian 1.0\ncomment PointCloud2 width %d height %d\nelement vertex %d\n",
+	// bufio.Writer keeps its first error and returns it from every later Write and
+	// from Flush, so the header's writes are checked there.
+	_, _ = fmt.Fprintf(bw, "ply\nformat binary_little_endian 1.0\ncomment PointCloud2 width %d height %d\nelement vertex %d\n",
 		pc.Width, pc.Height, n)
 	stride := 0
 	for _, f := range pc.Fields {
 		for e := uint32(0); e < f.elems(); e++ {
 			if f.elems() == 1 {
-				fmt.Fprintf(bw, "property %s %s\n", plyTypes[f.Datatype], f.Name)
+				_, _ = fmt.Fprintf(bw, "property %s %s\n", plyTypes[f.Datatype], f.Name)
 			} else {
-				fmt.Fprintf(bw, "property %s %s_%d\n", plyTypes[f.Datatype], f.Name, e)
+				_, _ = fmt.Fprintf(bw, "property %s %s_%d\n", plyTypes[f.Datatype], f.Name, e)
 			}
 		}
 		stride += int(f.Datatype.Size() * f.elems())
 	}
-	bw.WriteString("end_header\n")
+	_, _ = bw.WriteString("end_header\n")
 
 	out := make([]byte, stride)
 	for r := 0; r < int(pc.Height); r++ {

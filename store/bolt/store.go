@@ -76,14 +76,14 @@ func Open(path string, opts Options) (*Store, error) {
 		// bbolt syncs the new file but not the directory entry naming it: without this,
 		// a power cut soon after the first start could lose the file with every write.
 		if err := syncDir(dir); err != nil {
-			db.Close()
+			_ = db.Close() // the sync error is the one to report
 			return nil, fmt.Errorf("sync data directory: %w", err)
 		}
 	}
 	s := &Store{db: txDB{DB: db, observe: opts.ObserveTx}, now: opts.Now}
 	if !opts.ReadOnly {
 		if err := s.migrate(); err != nil {
-			db.Close()
+			_ = db.Close() // the migration error is the one to report
 			return nil, err
 		}
 	}

@@ -259,7 +259,7 @@ func (s *Store) importImage(ctx context.Context, tx pgx.Tx, path string, gardenI
 	if err != nil {
 		return fmt.Errorf("image %s: %w", path, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read only
 	if _, err := tx.Exec(ctx, `INSERT INTO images (path, garden_id, created) VALUES ($1, $2, $3)`, path, gardenID, ts(s.now())); err != nil {
 		if isUnique(err) {
 			return fmt.Errorf("%w: image %s is shown by two gardens", store.ErrInvalid, path)

@@ -152,7 +152,7 @@ func (s *Store) PutImage(ctx context.Context, gardenID uint64, r io.Reader) (str
 	size, err := s.putChunks(ctx, path, r)
 	if err != nil {
 		// Best effort: what is left is swept later.
-		s.doCtx(context.WithoutCancel(ctx), func(ctx context.Context) error {
+		_ = s.doCtx(context.WithoutCancel(ctx), func(ctx context.Context) error {
 			_, err := s.pool.Exec(ctx, `DELETE FROM images WHERE path = $1`, path)
 			return err
 		})

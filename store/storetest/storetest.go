@@ -131,7 +131,9 @@ func openNodes(t *testing.T, h Harness, n int) ([]store.Backend, *Clock) {
 		for _, st := range nodes {
 			if !closed[st] {
 				closed[st] = true
-				st.Close()
+				if err := st.Close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
 			}
 		}
 	})
