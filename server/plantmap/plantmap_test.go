@@ -264,7 +264,7 @@ func TestImportReportsEveryProblem(t *testing.T) {
 		"restapi.bed pk=13: uuid must be a string",
 	)
 	containsAll(t, "warnings", messages(res, true),
-		`auth.user pk=6: username "admin" differs from "Admin" (id 1) only in case`,
+		`auth.user pk=6: username "admin" looks like "Admin" (id 1) but for case`,
 		`auth.user pk=6: its password hash ("md5") is not one gardend verifies`,
 		`restapi.company pk=6: it has no name; imported as "Company 6"`,
 		"restapi.sensor pk=*: 1 records left out",

@@ -18,16 +18,19 @@ func testCreateUser(t *testing.T, h Harness) {
 	}
 	_, err := st.CreateUser(store.NewUser{Username: "ann", FirstName: "A", LastName: "B", PasswordHash: "x"})
 	wantErr(t, err, store.ErrConflict)
-	// Usernames compare case-sensitively, as the service being replaced did.
-	ann2, err := st.CreateUser(store.NewUser{Username: "Ann", FirstName: "A", LastName: "B", Email: "a@example.org", PasswordHash: "x", SiteAdmin: true})
+	// Usernames compare case-sensitively, as the service being replaced did, but a
+	// new one may not differ from an existing one in case only.
+	_, err = st.CreateUser(store.NewUser{Username: "Ann", FirstName: "A", LastName: "B", PasswordHash: "x"})
+	wantErr(t, err, store.ErrConflict)
+	ann2, err := st.CreateUser(store.NewUser{Username: "Anna", FirstName: "A", LastName: "B", Email: "a@example.org", PasswordHash: "x", SiteAdmin: true})
 	if err != nil {
-		t.Fatalf("Ann: %v", err)
+		t.Fatalf("Anna: %v", err)
 	}
 	got, err := st.UserByUsername("ann")
 	if err != nil || got.ID != u.ID || got.PasswordHash != "h" || got.FirstName != "F" || got.LastName != "L" {
 		t.Fatalf("UserByUsername = %+v, %v", got, err)
 	}
-	if got, err := st.UserByID(ann2.ID); err != nil || got.Username != "Ann" || !got.SiteAdmin || got.Email != "a@example.org" {
+	if got, err := st.UserByID(ann2.ID); err != nil || got.Username != "Anna" || !got.SiteAdmin || got.Email != "a@example.org" {
 		t.Fatalf("UserByID = %+v, %v", got, err)
 	}
 	_, err = st.UserByUsername("nobody")
@@ -146,6 +149,41 @@ func testCreateLoginToken(t *testing.T, h Harness) {
 		t.Fatalf("after a profile change: %v", err)
 	}
 	wantErr(t, st.CreateLoginToken(store.User{ID: 999}, store.TokenDigest(tok("a5")), clock.Now().Add(time.Hour)), store.ErrCredentialsChanged)
+}
+
+// testLookalikeUsernamesRefused: a new name, or a rename, that shares a look
+// (store.UsernameLooks: UTS #39 skeletons, case-folded) with another account is
+// refused with a conflict that says so; accounts stored before the rule, which look
+// alike, all keep working under their exact names.
+func testLookalikeUsernamesRefused(t *testing.T, h Harness) {
+	st, _ := open(t, h)
+	for _, name := range []string{"alice", "mary", "olga", "ivan"} {
+		mustUser(t, st, name)
+	}
+	for _, name := range []string{"aIice", "aǀice", "ɑlice", "alıce", "Alice", "ALICE", "rnary", "0lga", "Ivan", "ｍａｒｙ"} {
+		_, err := st.CreateUser(store.NewUser{Username: name, FirstName: "F", LastName: "L", PasswordHash: "h"})
+		wantErr(t, err, store.ErrConflict)
+		if err == nil || !strings.Contains(err.Error(), "looks like an existing account") && !strings.Contains(err.Error(), "already taken") {
+			t.Errorf("%q: %v does not say it looks like an existing name", name, err)
+		}
+		wantErr(t, st.CheckUsernameFree(name, 0), store.ErrConflict)
+	}
+	bob := mustUser(t, st, "bob")
+	for _, name := range []string{"aIice", "0lga"} {
+		_, err := st.UpdateUser(bob.ID, store.UserUpdate{Username: ptr(name)})
+		wantErr(t, err, store.ErrConflict)
+	}
+	// A name that only looks like the account's own is its owner's to take.
+	if u, err := st.UpdateUser(bob.ID, store.UserUpdate{Username: ptr("Bob")}); err != nil || u.Username != "Bob" {
+		t.Fatalf("bob → Bob: %+v, %v", u, err)
+	}
+	if _, err := st.UserByUsername("bob"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the old name still finds an account: %v", err)
+	}
+	// Not lookalikes: allowed.
+	for _, name := range []string{"allce", "josé", "marya"} {
+		mustUser(t, st, name)
+	}
 }
 
 func testUsernamesNormalisedAndUnconfusable(t *testing.T, h Harness) {

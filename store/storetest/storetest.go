@@ -36,6 +36,7 @@ func Run(t *testing.T, h Harness) {
 		{"UpdateUser", testUpdateUser},
 		{"CreateLoginToken", testCreateLoginToken},
 		{"UsernamesNormalisedAndUnconfusable", testUsernamesNormalisedAndUnconfusable},
+		{"LookalikeUsernamesRefused", testLookalikeUsernamesRefused},
 		{"TokenDigestRejectsMalformed", testTokenDigestRejectsMalformed},
 		{"Tokens", testTokens},
 		{"RevokeUserTokensKeepsOne", testRevokeUserTokensKeepsOne},
