@@ -49,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 		{"DeleteGarden", testDeleteGarden},
 		{"CompanyPermissionRules", testCompanyPermissionRules},
 		{"GardenPermissionRules", testGardenPermissionRules},
+		{"PermissionUsernameSpellings", testPermissionUsernameSpellings},
 		{"UsernameFollowsRename", testUsernameFollowsRename},
 		{"Beds", testBeds},
 		{"GardenImage", testGardenImage},
