@@ -137,15 +137,10 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	wrong := false
 	defer func() { attempt.settle(wrong) }()
 	u := who.user
-	if !who.found {
-		// Hash anyway so response time does not reveal which usernames exist. A hash
-		// that never ran (the client went away while it queued) checked nothing.
-		_, err := s.pw.Hash(r.Context(), password)
-		wrong = err == nil
-		s.writeError(w, r, errBadCredentials)
-		return
-	}
-	ok, err := s.pw.Verify(r.Context(), u.PasswordHash, password)
+	// An unknown username costs a check too (the decoy): response time does not reveal
+	// which usernames exist. A check that never ran (the client went away while it
+	// queued) checked nothing.
+	ok, err := s.checkLogin(r.Context(), who, password)
 	if err != nil || !ok {
 		if err != nil && r.Context().Err() == nil {
 			s.log.Error().Err(err).Uint64("user_id", u.ID).Msg("verify password")

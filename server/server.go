@@ -206,8 +206,10 @@ type Server struct {
 	images  store.ImageContent
 	uploads *imagestore.Store
 	// shared is the backend when several nodes share it (nil with bbolt).
-	shared  store.Shared
-	pw      *store.Passwords
+	shared store.Shared
+	pw     *store.Passwords
+	// decoy is what a login with no hash to check runs (decoy.go).
+	decoy   atomic.Pointer[store.Decoy]
 	admin   *Admin
 	metrics *metrics.Metrics
 	// pingDB checks the database answers; shared by /readyz and Alive.
@@ -324,6 +326,7 @@ func newServer(cfg Config) (*Server, error) {
 	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
 	}
+	s.refreshDecoy()
 	s.cfg.Spatial.ObserveCall = m.ObserveSpatialCall
 	if err := s.openSpatial(); err != nil {
 		s.closeSpatial()
@@ -397,6 +400,7 @@ func (s *Server) Run(ctx context.Context) error {
 		bg.Go(func() { s.serveMetrics(ctx, mln) })
 	}
 	bg.Go(func() { s.sweepTokens(ctx) })
+	bg.Go(func() { s.refreshDecoyEvery(ctx, decoyRefresh) })
 	if s.clouds != nil {
 		bg.Go(func() { s.clouds.Run(ctx) })
 	}

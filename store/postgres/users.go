@@ -240,6 +240,29 @@ func (s *Store) ListUsers() ([]store.User, error) {
 	return out, err
 }
 
+// PasswordHashKinds lists the kinds of password hash the accounts hold, by kind. The
+// hashes stream through once: the kind is gardend's reading of each (store.HashKind).
+func (s *Store) PasswordHashKinds() ([]store.HashKindCount, error) {
+	var out []store.HashKindCount
+	err := s.do(func(ctx context.Context) error {
+		kinds := map[string]*store.HashKindCount{}
+		rows, err := s.pool.Query(ctx, `SELECT password_hash FROM users`)
+		if err != nil {
+			return err
+		}
+		var hash string
+		if _, err := pgx.ForEachRow(rows, []any{&hash}, func() error {
+			store.CountHashKinds(kinds, hash)
+			return nil
+		}); err != nil {
+			return err
+		}
+		out = store.SortedHashKinds(kinds)
+		return nil
+	})
+	return out, err
+}
+
 // userIDByName finds the account a username means: the one of that exact name; else
 // the one of its normalised form; else the one account stored before names were
 // normalised (an archive of an older bbolt install) whose name normalises the same.

@@ -366,3 +366,26 @@ func testStats(t *testing.T, h Harness) {
 		t.Fatalf("users not counted: %+v", s.Buckets)
 	}
 }
+
+// testPasswordHashKinds: the kinds of hash stored, each counted with an example;
+// unusable and unreadable hashes left out.
+func testPasswordHashKinds(t *testing.T, h Harness) {
+	st, _ := open(t, h)
+	const (
+		own      = "$argon2id$v=19$m=47104,t=1,p=1$c2FsdHNhbHRzYWx0c2FsdA$a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U"
+		plantmap = "pbkdf2_sha256$320000$LuKlEyk1ZdbXx8ctkvF9c7$21bgLk3zi8fHBCZdTkAKQT8e0nIGe7A+gmS4zFaqzd4="
+	)
+	for i, hash := range []string{own, own, plantmap, "!", "!" + plantmap, "h"} {
+		if _, err := st.CreateUser(store.NewUser{Username: fmt.Sprintf("u%d", i), FirstName: "F", LastName: "L", PasswordHash: hash}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds, err := st.PasswordHashKinds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kinds) != 2 || kinds[0].Kind != "argon2id m=47104,t=1,p=1" || kinds[0].Accounts != 2 || kinds[0].Example != own ||
+		kinds[1].Kind != "pbkdf2_sha256 iterations=320000" || kinds[1].Accounts != 1 || kinds[1].Example != plantmap {
+		t.Fatalf("PasswordHashKinds = %+v", kinds)
+	}
+}

@@ -37,6 +37,7 @@ func Run(t *testing.T, h Harness) {
 		{"CreateLoginToken", testCreateLoginToken},
 		{"UsernamesNormalisedAndUnconfusable", testUsernamesNormalisedAndUnconfusable},
 		{"LookalikeUsernamesRefused", testLookalikeUsernamesRefused},
+		{"PasswordHashKinds", testPasswordHashKinds},
 		{"TokenDigestRejectsMalformed", testTokenDigestRejectsMalformed},
 		{"Tokens", testTokens},
 		{"RevokeUserTokensKeepsOne", testRevokeUserTokensKeepsOne},
