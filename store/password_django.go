@@ -143,15 +143,15 @@ func parseDjango(encoded string) (parsedHash, error) {
 		// bcrypt compares internally; derive reports the outcome as one byte.
 		return parsedHash{want: []byte{1}, kind: fmt.Sprintf("%s cost=%d", alg, cost),
 			cost: float64(uint64(1)<<cost) / bcryptRoundsPerLogin, derive: func(pw string) ([]byte, error) {
-			if alg == djangoBcryptSHA256 {
-				sum := sha256.Sum256([]byte(pw))
-				pw = hex.EncodeToString(sum[:])
-			}
-			if bcrypt.CompareHashAndPassword([]byte(data), []byte(pw)) == nil {
-				return []byte{1}, nil
-			}
-			return []byte{0}, nil
-		}}, nil
+				if alg == djangoBcryptSHA256 {
+					sum := sha256.Sum256([]byte(pw))
+					pw = hex.EncodeToString(sum[:])
+				}
+				if bcrypt.CompareHashAndPassword([]byte(data), []byte(pw)) == nil {
+					return []byte{1}, nil
+				}
+				return []byte{0}, nil
+			}}, nil
 
 	case djangoScrypt:
 		// scrypt$N$salt$r$p$hash
