@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkHashCosts measures a check of each kind of hash a site may hold, to set
-// the constants of store.HashCost: compare each with argon2id-default (the unit).
+// the cost constants of store.HashKind (password_cost.go): compare each with argon2id-default (the unit).
 func BenchmarkHashCosts(b *testing.B) {
 	pw := store.NewPasswords(store.DefaultArgon2, 1)
 	ctx := context.Background()
