@@ -68,7 +68,7 @@ func BenchmarkFailedLogins(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	hash, _ := s.pw.Hash(b.Context(), "native-pass-1")
 	for name, h := range map[string]string{"native": hash, "imported": plantmapHash} {
 		if _, err := s.store.CreateUser(store.NewUser{Username: name, FirstName: "F", LastName: "L", PasswordHash: h}); err != nil {
