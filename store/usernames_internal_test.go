@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -78,4 +79,24 @@ func TestConfusablesTable(t *testing.T) {
 	if ConfusablesVersion == "" || len(confusables) < 6000 {
 		t.Errorf("table %s has %d entries", ConfusablesVersion, len(confusables))
 	}
+}
+
+// Whatever a client sends, a name has one or two looks, the same as its normalised
+// form's, and looks like itself and its normalised form.
+func FuzzUsernameLooks(f *testing.F) {
+	for _, s := range []string{"alice", "aIice", "ALICE", "0lga", "ｖｉｃｔｉｍ", "straße", "İstanbul", "\u0000", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		looks := UsernameLooks(name)
+		if len(looks) < 1 || len(looks) > 2 || len(looks) == 2 && looks[0] == looks[1] {
+			t.Fatalf("UsernameLooks(%q) = %q", name, looks)
+		}
+		if !slices.Equal(looks, UsernameLooks(NormalizeUsername(name))) {
+			t.Fatalf("%q and its normal form %q have looks %q and %q", name, NormalizeUsername(name), looks, UsernameLooks(NormalizeUsername(name)))
+		}
+		if !UsernamesLookAlike(name, name) || !UsernamesLookAlike(name, NormalizeUsername(name)) {
+			t.Fatalf("%q does not look like itself", name)
+		}
+	})
 }
