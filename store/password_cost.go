@@ -11,24 +11,24 @@ import (
 )
 
 // What checking a stored password hash costs, in logins: the unit is one check of a
-// hash gardend writes with DefaultArgon2 (46 MiB, one pass: about 60 ms of one core
-// of a 2-core EPYC). The constants are the work of other kinds that costs as much, as
-// BenchmarkHashCosts measured them on that machine (a check of pbkdf2_sha256 with
-// PlantMap's 320,000 iterations: 79 ms; bcrypt with 12 rounds: 470 ms; scrypt with
-// N=16384, r=8: 44 ms).
+// hash gardend writes with DefaultArgon2 (46 MiB, one pass: about 33 ms of CPU on a
+// 2-core EPYC). The constants are the work of other kinds that costs as much, from the
+// CPU time BenchmarkHashCosts measured on that machine (pbkdf2_sha256: 0.18 µs per
+// iteration, so PlantMap's 320,000 cost 57 ms; bcrypt with 10 rounds: 59 ms; scrypt
+// with N=16384, r=8: 45 ms).
 const (
-	pbkdf2SHA256PerLogin = 300_000 // iterations
-	pbkdf2SHA1PerLogin   = 250_000 // iterations
-	bcryptRoundsPerLogin = 512     // 2^cost
-	scryptBlocksPerLogin = 180_000 // N·r·p
+	pbkdf2SHA256PerLogin = 190_000 // iterations
+	pbkdf2SHA1PerLogin   = 180_000 // iterations
+	bcryptRoundsPerLogin = 560     // 2^cost
+	scryptBlocksPerLogin = 100_000 // N·r·p
 )
 
 // MaxHashCost is the most a stored hash may cost to be checked, in logins. Every hash
 // Django writes by default stays below it (PBKDF2 with Django 6.0's 1,200,000
-// iterations: 4; bcrypt's 12 rounds, the most costly: 8; argon2 with m=102400, t=2:
-// 4.3); an imported hash above it is kept unusable (server/plantmap), and a stored one
+// iterations: 6.3; bcrypt's 12 rounds: 7.3; argon2 with m=102400, t=2: 4.3; scrypt:
+// 1.3); an imported hash above it is kept unusable (server/plantmap), and a stored one
 // is never checked (ErrHashTooCostly): one wrong password would otherwise cost seconds
-// of CPU (pbkdf2_sha1 with 10,000,000 iterations: 40 logins).
+// of CPU (pbkdf2_sha1 with 10,000,000 iterations: 56 logins).
 const MaxHashCost = 10
 
 // ErrHashTooCostly: a stored hash costs more than MaxHashCost logins to check, so it

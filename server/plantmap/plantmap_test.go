@@ -389,8 +389,8 @@ func TestImportCostlyHashesUnusable(t *testing.T) {
 		t.Fatalf("%v %v", err, messages(res, false))
 	}
 	containsAll(t, "warnings", messages(res, true),
-		"auth.user pk=1: its password hash (pbkdf2_sha1) costs 40 logins to check",
-		"auth.user pk=2: its password hash (bcrypt) costs 32 logins to check")
+		"auth.user pk=1: its password hash (pbkdf2_sha1) costs 56 logins to check",
+		"auth.user pk=2: its password hash (bcrypt) costs 29 logins to check")
 	if !slices.Equal(res.CostlyHashes, []string{"slow", "slower"}) {
 		t.Errorf("CostlyHashes = %q", res.CostlyHashes)
 	}
