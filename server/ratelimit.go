@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Defaults of the failed-login limits: per username and per client address, each.
+// Defaults of the failed-login limits: per account and per client address, each.
 const (
 	DefaultLoginFailLimit  = 10
 	DefaultLoginFailWindow = time.Minute

@@ -85,7 +85,7 @@ type Config struct {
 	// negative value means no limit. Gardens that have more keep them.
 	MaxBedsPerGarden int
 	// Field hardening (httpserver.go, ratelimit.go); zero values take the defaults.
-	// LoginFailLimit failed logins per LoginFailWindow, per username and per address.
+	// LoginFailLimit failed logins per LoginFailWindow, per account (however its name is spelt) and per address.
 	LoginFailLimit  int
 	LoginFailWindow time.Duration
 	Registration    RegistrationMode
