@@ -296,6 +296,14 @@ func printImport(out io.Writer, res *plantmap.Result, dryRun bool) error {
 		}
 		_, _ = fmt.Fprintf(w, "left out (not gardend's to keep): %s\n", strings.Join(parts, ", "))
 	}
+	if n := len(res.CostlyHashes); n > 0 {
+		names := make([]string, n)
+		for i, name := range res.CostlyHashes {
+			names[i] = printable(name)
+		}
+		fmt.Fprintf(w, "%d account(s) without a usable password: their PlantMap hash costs more than %d logins to check; set a password with gardend user reset-password NAME: %s\n",
+			n, store.MaxHashCost, strings.Join(names, ", "))
+	}
 	switch {
 	case res.Errors():
 	case dryRun:

@@ -34,7 +34,7 @@ type fieldOptions struct {
 
 func (o *fieldOptions) addFlags(f *pflag.FlagSet) {
 	o.registration = server.RegistrationOpen
-	f.IntVar(&o.loginFailLimit, "login-fail-limit", server.DefaultLoginFailLimit, "failed logins allowed per --login-fail-window, per username and per client address; then 429")
+	f.IntVar(&o.loginFailLimit, "login-fail-limit", server.DefaultLoginFailLimit, "failed logins allowed per --login-fail-window, per account (however its name is spelt) and per client address; then 429")
 	f.DurationVar(&o.loginFailWindow, "login-fail-window", server.DefaultLoginFailWindow, "window of --login-fail-limit, counted from a key's first failure")
 	f.Var((*registrationValue)(&o.registration), "registration", "who may create accounts: open (POST /register) or closed (only gardend user create)")
 	f.IntVar(&o.registerLimit, "register-limit", server.DefaultRegisterLimit, "accounts POST /register may create per client address per --register-window; then 429")

@@ -119,7 +119,7 @@ type socketOp func(s *Server, w http.ResponseWriter, r *http.Request, args []byt
 
 // adminSocketOps are the operations the admin socket serves, by name.
 var adminSocketOps = socketOps(
-	valueOp[UsersCreate](), valueOp[BedsAdd](), valueOp[BedsRemove](),
+	valueOp[UsersCreate](), valueOp[UsersResetPassword](), valueOp[BedsAdd](), valueOp[BedsRemove](),
 	valueOp[InspectUsers](), valueOp[InspectTokens](), valueOp[InspectStats](),
 	valueOp[InspectCompanies](), valueOp[InspectGardens](), valueOp[InspectPermissions](),
 	valueOp[InspectBeds](), valueOp[InspectQueue](),

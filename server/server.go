@@ -85,7 +85,7 @@ type Config struct {
 	// negative value means no limit. Gardens that have more keep them.
 	MaxBedsPerGarden int
 	// Field hardening (httpserver.go, ratelimit.go); zero values take the defaults.
-	// LoginFailLimit failed logins per LoginFailWindow, per username and per address.
+	// LoginFailLimit failed logins per LoginFailWindow, per account (however its name is spelt) and per address.
 	LoginFailLimit  int
 	LoginFailWindow time.Duration
 	Registration    RegistrationMode
@@ -206,8 +206,10 @@ type Server struct {
 	images  store.ImageContent
 	uploads *imagestore.Store
 	// shared is the backend when several nodes share it (nil with bbolt).
-	shared  store.Shared
-	pw      *store.Passwords
+	shared store.Shared
+	pw     *store.Passwords
+	// decoy is what a login with no hash to check runs (decoy.go).
+	decoy   atomic.Pointer[store.Decoy]
 	admin   *Admin
 	metrics *metrics.Metrics
 	// pingDB checks the database answers; shared by /readyz and Alive.
@@ -328,6 +330,7 @@ func newServer(cfg Config) (*Server, error) {
 	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
 	}
+	s.refreshDecoy()
 	s.cfg.Spatial.ObserveCall = m.ObserveSpatialCall
 	if err := s.openSpatial(); err != nil {
 		s.closeSpatial()
@@ -401,6 +404,7 @@ func (s *Server) Run(ctx context.Context) error {
 		bg.Go(func() { s.serveMetrics(ctx, mln) })
 	}
 	bg.Go(func() { s.sweepTokens(ctx) })
+	bg.Go(func() { s.refreshDecoyEvery(ctx, decoyRefresh) })
 	if s.clouds != nil {
 		bg.Go(func() { s.clouds.Run(ctx) })
 	}

@@ -38,6 +38,10 @@ type AccountStore interface {
 	// the stored hash is still old, and reports whether it did. Unlike a password
 	// change it keeps every token: the password is the same.
 	ReplacePasswordHash(userID uint64, old, replacement string) (bool, error)
+	// PasswordHashKinds lists the kinds of password hash the accounts hold (HashKind:
+	// algorithm and cost parameters), by kind, each with how many accounts hold one
+	// and one of them; unusable and unreadable hashes are left out.
+	PasswordHashKinds() ([]HashKindCount, error)
 
 	CreateToken(userID uint64, digest [DigestSize]byte, expiry time.Time) error
 	Authenticate(digest [DigestSize]byte) (User, error)

@@ -264,7 +264,7 @@ func TestImportReportsEveryProblem(t *testing.T) {
 		"restapi.bed pk=13: uuid must be a string",
 	)
 	containsAll(t, "warnings", messages(res, true),
-		`auth.user pk=6: username "admin" differs from "Admin" (id 1) only in case`,
+		`auth.user pk=6: username "admin" looks like "Admin" (id 1) but for case`,
 		`auth.user pk=6: its password hash ("md5") is not one gardend verifies`,
 		`restapi.company pk=6: it has no name; imported as "Company 6"`,
 		"restapi.sensor pk=*: 1 records left out",
@@ -365,5 +365,43 @@ func TestNaturalKeysAndDjangoSpellings(t *testing.T) {
 	}
 	if w, _ := tg.st.Widgets(ben.ID); string(w) != `"[\"weather\"]"` {
 		t.Errorf("widgets %s", w)
+	}
+}
+
+// TestImportCostlyHashesUnusable: a hash that costs more than store.MaxHashCost logins
+// to check (pbkdf2_sha1 with 10,000,000 iterations: seconds of CPU per wrong password,
+// anonymous ones included) is imported unusable and counted; Django's defaults are
+// imported as they are.
+func TestImportCostlyHashesUnusable(t *testing.T) {
+	tg := newTarget(t)
+	const (
+		costly  = "pbkdf2_sha1$10000000$KQ8zeK6wKRuR$tSJh4xdxfMJotlxfkCGjTFpGYZU="
+		bcrypt  = "bcrypt$$2b$14$X2DPxLUP650uETGYOrXZS.4zW1Jk4nVG1fyYUXmfvOi3Zfe4DEgpK"
+		django6 = "pbkdf2_sha256$1200000$LuKlEyk1ZdbXx8ctkvF9c7$21bgLk3zi8fHBCZdTkAKQT8e0nIGe7A+gmS4zFaqzd4="
+	)
+	dump := `[
+ {"model": "auth.user", "pk": 1, "fields": {"username": "slow", "password": "` + costly + `", "date_joined": "2021-05-06T07:08:09Z"}},
+ {"model": "auth.user", "pk": 2, "fields": {"username": "slower", "password": "` + bcrypt + `", "date_joined": "2021-05-06T07:08:09Z"}},
+ {"model": "auth.user", "pk": 3, "fields": {"username": "usual", "password": "` + django6 + `", "date_joined": "2021-05-06T07:08:09Z"}}
+]`
+	res, err := tg.run(t, []byte(dump), "", false)
+	if err != nil {
+		t.Fatalf("%v %v", err, messages(res, false))
+	}
+	containsAll(t, "warnings", messages(res, true),
+		"auth.user pk=1: its password hash (pbkdf2_sha1) costs 56 logins to check",
+		"auth.user pk=2: its password hash (bcrypt) costs 29 logins to check")
+	if !slices.Equal(res.CostlyHashes, []string{"slow", "slower"}) {
+		t.Errorf("CostlyHashes = %q", res.CostlyHashes)
+	}
+	for name, want := range map[string]string{"slow": "!" + costly, "slower": "!" + bcrypt, "usual": django6} {
+		if u, err := tg.st.UserByUsername(name); err != nil || u.PasswordHash != want {
+			t.Errorf("%s: hash %q, %v; want %q", name, u.PasswordHash, err, want)
+		}
+	}
+	// Again: nothing new, nothing counted.
+	res, err = tg.run(t, []byte(dump), "", false)
+	if err != nil || len(res.CostlyHashes) != 0 {
+		t.Errorf("second run: %q, %v", res.CostlyHashes, err)
 	}
 }

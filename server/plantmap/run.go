@@ -67,6 +67,9 @@ type Result struct {
 	Coordinates   int
 	Conversions   []Conversion
 	SkippedModels map[string]int
+	// CostlyHashes are the usernames of the new users imported without a usable
+	// password because their hash costs too much to check (Converted.CostlyHashes).
+	CostlyHashes []string
 	// Written is false for a dry run, one with errors, and one with nothing new.
 	Written bool
 }
@@ -108,6 +111,11 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 			Message: conv.coordinateNames(p), Warning: p.Warning})
 	}
 	res.Counts = counts(conv.Import, plan)
+	for _, u := range conv.Import.Users {
+		if kp := plan.Kinds[store.ImportUsers]; kp != nil && conv.CostlyHashes[u.Key] && slices.Contains(kp.New, u.Key) {
+			res.CostlyHashes = append(res.CostlyHashes, u.Username)
+		}
+	}
 
 	// The images of the gardens to write, each file read and converted once however
 	// many gardens show it; a dry run reads them too, so its report is complete.

@@ -14,7 +14,8 @@ var (
 	bucketMeta      = []byte("meta")
 	bucketUsers     = []byte("users")     // id → userRecord
 	bucketUsernames = []byte("usernames") // username → id
-	// bucketUsernameLooks indexes what names look like: skeleton|0|userID → nil.
+	// bucketUsernameLooks indexes what names look like: look|0|userID → nil, one entry
+	// per store.UsernameLooks key.
 	bucketUsernameLooks = []byte("username_looks")
 	bucketTokens        = []byte("tokens")      // sha256(token) → tokenRecord (binary)
 	bucketUserToks      = []byte("user_tokens") // userID|sha256 → nil
@@ -57,7 +58,13 @@ var migrations = []func(tx *bbolt.Tx) error{
 	func(*bbolt.Tx) error { return nil },
 	// 1 → 2: index what every username looks like (usernames.go).
 	indexUsernameLooks,
+	// 2 → 3: re-index it with Unicode's confusables, case-folded (usernames.go).
+	reindexUsernameLooks,
 }
+
+// lookIndexVersion is the confusables release the look index of the newest schema is
+// built with: a new table changes the looks, and needs a migration that re-indexes.
+const lookIndexVersion = "15.0.0"
 
 // SchemaVersion is the version this build writes.
 func SchemaVersion() uint64 { return uint64(len(migrations)) }

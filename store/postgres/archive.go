@@ -317,10 +317,10 @@ func (im *importer) load(kind string, rec any) error {
 	switch r := rec.(type) {
 	case *store.ArchivedUser:
 		return im.queue(fmt.Sprintf("user %d", r.ID), `INSERT INTO users (id, username, first_name, last_name, email,
-				password_hash, date_joined, last_login, site_admin, credentials_gen, username_look)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			r.ID, r.Username, r.FirstName, r.LastName, r.Email, r.PasswordHash, ts(r.DateJoined), optTime(r.LastLogin), r.SiteAdmin,
-			r.CredentialsGen, store.UsernameSkeleton(r.Username))
+				password_hash, date_joined, last_login, site_admin, credentials_gen, username_look, username_look_lower)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			append([]any{r.ID, r.Username, r.FirstName, r.LastName, r.Email, r.PasswordHash, ts(r.DateJoined), optTime(r.LastLogin), r.SiteAdmin,
+				r.CredentialsGen}, looksOf(r.Username)...)...)
 	case *store.ArchivedToken:
 		return im.queue(fmt.Sprintf("token %x of user %d", r.Digest[:6], r.UserID),
 			`INSERT INTO tokens (digest, user_id, created, expiry) VALUES ($1, $2, $3, $4)`, r.Digest, r.UserID, ts(r.Created), ts(r.Expiry))
