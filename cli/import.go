@@ -301,7 +301,7 @@ func printImport(out io.Writer, res *plantmap.Result, dryRun bool) error {
 		for i, name := range res.CostlyHashes {
 			names[i] = printable(name)
 		}
-		fmt.Fprintf(w, "%d account(s) without a usable password: their PlantMap hash costs more than %d logins to check; set a password with gardend user reset-password NAME: %s\n",
+		_, _ = fmt.Fprintf(w, "%d account(s) without a usable password: their PlantMap hash costs more than %d logins to check; set a password with gardend user reset-password NAME: %s\n",
 			n, store.MaxHashCost, strings.Join(names, ", "))
 	}
 	switch {

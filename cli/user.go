@@ -54,8 +54,8 @@ func (o *userResetPasswordOptions) run(cmd *cobra.Command, args []string) error 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "password of %q (id %d) set; every login token of the account was revoked\n", u.Username, u.ID)
-	return nil
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "password of %q (id %d) set; every login token of the account was revoked\n", u.Username, u.ID)
+	return err
 }
 
 // newUserCreateCommand is `admin create` without site-admin rights: how accounts are

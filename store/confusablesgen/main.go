@@ -84,7 +84,7 @@ func run(version, icu, confusablesPath, licensePath, suite, out string) error {
 			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(tmp)
+			defer func() { _ = os.RemoveAll(tmp) }() // a scratch copy of the source package
 			if icu, err = fetchICUSource(tmp, suite); err != nil {
 				return err
 			}
@@ -155,7 +155,7 @@ func readTarGz(path string, names ...string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	gz, err := gzip.NewReader(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
