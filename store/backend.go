@@ -181,6 +181,10 @@ type Backend interface {
 	Maintenance
 	Archiver
 	Importer
+	// Sync between sites (docs/sync.md).
+	ChangeFeed
+	BedValueStore
+	ReplicaStore
 }
 
 // Importer brings another system's records in (store/importplan.go; the PlantMap

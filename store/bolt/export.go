@@ -226,6 +226,9 @@ type loader struct {
 func newLoader(tx *bbolt.Tx) *loader { return &loader{tx: tx, maxID: map[string]uint64{}} }
 
 func (l *loader) seen(bucket []byte, id uint64) {
+	if !store.IsLocal(id) {
+		return // a replica's id (docs/sync.md): local ids go on below it
+	}
 	l.maxID[string(bucket)] = max(l.maxID[string(bucket)], id)
 }
 

@@ -37,6 +37,11 @@ var (
 	bucketCloudJobs = []byte("pc_queue")        // project|0|cloud → CloudJob
 
 	bucketImportMap = []byte("import_map") // source|0|kind|0|sourceID → id (import.go)
+
+	// Replication between sites (server/sitesync, changes.go, replica.go).
+	bucketChanges        = []byte("changes")         // seq → store.Change; its sequence numbers them
+	bucketBedValues      = []byte("bed_values")      // bedID → store.BedValues
+	bucketReplicaCursors = []byte("replica_cursors") // site → last sequence applied from it
 )
 
 // allBuckets are created on open; a feature adds its buckets here.
@@ -47,6 +52,7 @@ var allBuckets = [][]byte{
 	bucketBeds, bucketGardenBeds, bucketBedUUIDs,
 	bucketPositions, bucketCloudJobs,
 	bucketImportMap,
+	bucketChanges, bucketBedValues, bucketReplicaCursors,
 }
 
 var keySchemaVersion = []byte("schema_version")
@@ -60,6 +66,11 @@ var migrations = []func(tx *bbolt.Tx) error{
 	indexUsernameLooks,
 	// 2 → 3: re-index it with Unicode's confusables, case-folded (usernames.go).
 	reindexUsernameLooks,
+	// 3 → 4: the change feed, bed values and replica cursors of sync between sites
+	// (changes.go); their buckets are created before migrations run. The version
+	// keeps an older gardend, which would write without recording changes, off the
+	// file.
+	func(*bbolt.Tx) error { return nil },
 }
 
 // lookIndexVersion is the confusables release the look index of the newest schema is

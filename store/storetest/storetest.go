@@ -84,6 +84,13 @@ func Run(t *testing.T, h Harness) {
 		{"ImportIntoUsedDatabase", testImportIntoUsedDatabase},
 		{"ImportValidation", testImportValidation},
 		{"ImportStalePlan", testImportStalePlan},
+		{"ChangeFeedOff", testChangeFeedOff},
+		{"ChangeFeedSnapshot", testChangeFeedSnapshot},
+		{"ChangeFeedRecordsWrites", testChangeFeedRecordsWrites},
+		{"ChangeFeedTrimAndCompact", testChangeFeedTrimAndCompact},
+		{"ChangeFeedFollowsCommits", testChangeFeedFollowsCommits},
+		{"ReplicaRecords", testReplicaRecords},
+		{"ReplicaUsernames", testReplicaUsernames},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

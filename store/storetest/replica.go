@@ -1,0 +1,201 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gardend/gardend/store"
+)
+
+// site 7's records, as they are known here.
+const replicaSite = 7
+
+func gid(id uint64) uint64 { return store.GlobalID(replicaSite, id) }
+
+// apply runs one ApplyReplica transaction that sets the cursor to seq.
+func apply(t *testing.T, st store.ReplicaStore, seq uint64, fn func(w store.ReplicaWriter) error) store.Removed {
+	t.Helper()
+	r, err := st.ApplyReplica(replicaSite, "farm-a", func(w store.ReplicaWriter, cur uint64) (uint64, error) {
+		return seq, fn(w)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// testReplicaRecords: replicas are written under their global ids and read as any
+// record; the cursor goes with them; deletions cascade; nothing is recorded in the
+// change feed.
+func testReplicaRecords(t *testing.T, h Harness) {
+	st, clock := open(t, h)
+	if _, err := st.StartChangeFeed(); err != nil {
+		t.Fatal(err)
+	}
+	local := mustUser(t, st, "agronomist")
+	_, last := feedAfter(t, st, 0)
+	if cur, err := st.ReplicaCursor(replicaSite); err != nil || cur != 0 {
+		t.Fatalf("ReplicaCursor = %d, %v", cur, err)
+	}
+	joined := clock.Now().Add(-time.Hour)
+	farmer := store.ReplicaUser{ID: gid(1), Username: "farmer", FirstName: "F", LastName: "L", Email: "f@example.org",
+		DateJoined: joined, PasswordHash: "hash1", Widgets: []byte(`{"w":1}`)}
+	c := store.Company{ID: gid(1), Name: "Farm A"}
+	g := store.Garden{ID: gid(2), Name: "Field", Company: c.ID}
+	b := store.Bed{ID: gid(3), Garden: g.ID, UUID: uuidA, Name: "north"}
+	r := apply(t, st, 10, func(w store.ReplicaWriter) error {
+		return errors.Join(w.PutUser(farmer), w.PutCompany(c), w.PutGarden(g), w.PutBed(b),
+			w.PutCompanyPermission(store.CompanyPermission{Permission: store.Permission{ID: gid(5), UserID: farmer.ID, Level: store.LevelAdmin}, Company: c.ID}),
+			w.PutGardenPermission(store.GardenPermission{Permission: store.Permission{ID: gid(6), UserID: local.ID, Level: store.LevelUser}, Garden: g.ID}),
+			w.SetGardenImage(g.ID, "images/sites/7/a.png", corners),
+			w.PutBedValues(store.BedValues{Bed: b.ID, Garden: g.ID, At: joined, Data: json.RawMessage(`{"soil":0.3}`)}))
+	})
+	if len(r.ImagePaths)+len(r.BedUUIDs) != 0 {
+		t.Errorf("removed %+v", r)
+	}
+	if cur, err := st.ReplicaCursor(replicaSite); err != nil || cur != 10 {
+		t.Errorf("ReplicaCursor = %d, %v; want 10", cur, err)
+	}
+	if more, _ := feedAfter(t, st, last); len(more) != 0 {
+		t.Errorf("replicas recorded in the change feed: %v", more)
+	}
+	u, err := st.UserByUsername("farmer")
+	if err != nil || u.ID != gid(1) || u.PasswordHash != "hash1" || !u.DateJoined.Equal(joined) || u.SiteAdmin {
+		t.Errorf("replica user %+v, %v", u, err)
+	}
+	if doc, err := st.Widgets(u.ID); err != nil || string(doc) != `{"w":1}` {
+		t.Errorf("widgets %s, %v", doc, err)
+	}
+	if got, err := st.Company(c.ID); err != nil || got != c {
+		t.Errorf("Company = %+v, %v", got, err)
+	}
+	if gs, err := st.GardensVisibleTo(local.ID); err != nil || len(gs) != 1 || gs[0].ID != g.ID || gs[0].ImagePath == nil {
+		t.Errorf("the agronomist's gardens: %+v, %v", gs, err)
+	}
+	if _, a, err := st.GardenAccess(c.ID, g.ID, local.ID); err != nil || a.Garden != store.LevelUser {
+		t.Errorf("GardenAccess = %+v, %v", a, err)
+	}
+	if beds, err := st.BedsOfGarden(g.ID); err != nil || len(beds) != 1 || beds[0] != b {
+		t.Errorf("BedsOfGarden = %+v, %v", beds, err)
+	}
+	if vs, err := st.BedValuesOfGarden(g.ID); err != nil || len(vs) != 1 || string(vs[0].Data) != `{"soil":0.3}` || !vs[0].At.Equal(joined) {
+		t.Errorf("BedValuesOfGarden = %+v, %v", vs, err)
+	}
+	// A local record made now keeps a local id.
+	own := mustCompany(t, st, local, "own")
+	if !store.IsLocal(own.ID) {
+		t.Errorf("a new local company got id %d", own.ID)
+	}
+
+	// Updates: a new hash ends the user's sessions here; a renamed garden keeps its
+	// picture; a new picture leaves the old content to remove.
+	var d [store.DigestSize]byte
+	d[0] = 9
+	if err := st.CreateToken(u.ID, d, clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	farmer.PasswordHash, farmer.FirstName, farmer.Widgets = "hash2", "Fred", nil
+	g.Name = "Big field"
+	r = apply(t, st, 11, func(w store.ReplicaWriter) error {
+		return errors.Join(w.PutUser(farmer), w.PutGarden(g), w.SetGardenImage(g.ID, "images/sites/7/b.png", corners))
+	})
+	if !slices.Equal(r.ImagePaths, []string{"images/sites/7/a.png"}) {
+		t.Errorf("removed %+v, want the old picture", r)
+	}
+	if _, err := st.Authenticate(d); !errors.Is(err, store.ErrUnauthenticated) {
+		t.Errorf("a session of the old password: %v", err)
+	}
+	if u, err := st.UserByID(farmer.ID); err != nil || u.FirstName != "Fred" || u.PasswordHash != "hash2" {
+		t.Errorf("updated user %+v, %v", u, err)
+	}
+	if doc, err := st.Widgets(farmer.ID); err != nil || doc != nil {
+		t.Errorf("widgets after removal: %s, %v", doc, err)
+	}
+	if got, err := st.Garden(g.ID); err != nil || got.Name != "Big field" || got.ImagePath == nil || *got.ImagePath != "images/sites/7/b.png" {
+		t.Errorf("garden %+v, %v", got, err)
+	}
+
+	// A parent that is missing is ErrNotFound, and nothing of the transaction stays.
+	_, err = st.ApplyReplica(replicaSite, "farm-a", func(w store.ReplicaWriter, cur uint64) (uint64, error) {
+		if err := w.PutCompany(store.Company{ID: gid(40), Name: "x"}); err != nil {
+			return 0, err
+		}
+		return 12, w.PutGarden(store.Garden{ID: gid(41), Name: "orphan", Company: gid(99)})
+	})
+	wantErr(t, err, store.ErrNotFound)
+	if _, err := st.Company(gid(40)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a failed batch left its company: %v", err)
+	}
+	if cur, _ := st.ReplicaCursor(replicaSite); cur != 11 {
+		t.Errorf("a failed batch moved the cursor to %d", cur)
+	}
+
+	// Deleting the company takes everything under it; deleting twice is no error.
+	r = apply(t, st, 12, func(w store.ReplicaWriter) error {
+		return errors.Join(w.DeleteCompany(c.ID), w.DeleteCompany(c.ID), w.DeleteBed(b.ID), w.DeleteGarden(g.ID))
+	})
+	if !slices.Equal(r.ImagePaths, []string{"images/sites/7/b.png"}) || !slices.Equal(r.BedUUIDs, []string{uuidA}) {
+		t.Errorf("removed %+v", r)
+	}
+	if _, err := st.Garden(g.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("garden after its company's deletion: %v", err)
+	}
+	if gs, err := st.GardensVisibleTo(local.ID); err != nil || len(gs) != 0 {
+		t.Errorf("gardens left visible: %+v, %v", gs, err)
+	}
+	if more, _ := feedAfter(t, st, last); len(more) != 2 { // own company and its permission
+		t.Errorf("feed after replica writes: %v", more)
+	}
+}
+
+// testReplicaUsernames: a replica whose name is taken here is name@SITE, and keeps
+// that spelling while its home name stays.
+func testReplicaUsernames(t *testing.T, h Harness) {
+	st, clock := open(t, h)
+	mustUser(t, st, "alice")
+	mustUser(t, st, "mary")
+	users := []store.ReplicaUser{
+		{ID: gid(1), Username: "alice"}, {ID: gid(2), Username: "rnary"}, {ID: gid(3), Username: "carol"},
+	}
+	apply(t, st, 1, func(w store.ReplicaWriter) error {
+		var errs []error
+		for _, u := range users {
+			u.FirstName, u.LastName, u.PasswordHash, u.DateJoined = "F", "L", "h", clock.Now()
+			errs = append(errs, w.PutUser(u))
+		}
+		return errors.Join(errs...)
+	})
+	want := map[uint64]string{gid(1): "alice@farm-a", gid(2): "rnary@farm-a", gid(3): "carol"}
+	for id, name := range want {
+		if u, err := st.UserByID(id); err != nil || u.Username != name {
+			t.Errorf("user %d: %q, %v; want %q", id, u.Username, err, name)
+		}
+		if u, err := st.UserByUsername(name); err != nil || u.ID != id {
+			t.Errorf("UserByUsername(%q) = %d, %v", name, u.ID, err)
+		}
+	}
+	// The same names again change nothing; a rename at home is followed.
+	users[0].Username, users[2].Username = "alice", "caroline"
+	apply(t, st, 2, func(w store.ReplicaWriter) error {
+		var errs []error
+		for _, u := range users {
+			u.FirstName, u.LastName, u.PasswordHash, u.DateJoined = "F", "L", "h", clock.Now()
+			errs = append(errs, w.PutUser(u))
+		}
+		return errors.Join(errs...)
+	})
+	if u, _ := st.UserByID(gid(1)); u.Username != "alice@farm-a" {
+		t.Errorf("unchanged replica renamed to %q", u.Username)
+	}
+	if u, _ := st.UserByID(gid(3)); u.Username != "caroline" {
+		t.Errorf("renamed replica is %q", u.Username)
+	}
+	// The names replicas hold are taken here.
+	_, err := st.CreateUser(store.NewUser{Username: "alice@farm-a", FirstName: "x", LastName: "y", PasswordHash: "h"})
+	wantErr(t, err, store.ErrConflict)
+	_, err = st.CreateUser(store.NewUser{Username: "caroline", FirstName: "x", LastName: "y", PasswordHash: "h"})
+	wantErr(t, err, store.ErrConflict)
+}
