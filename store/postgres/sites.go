@@ -62,7 +62,7 @@ func (s *Store) CreateSite(name, userKey string) (store.Site, error) {
 func (s *Store) Sites() ([]store.Site, error) {
 	var out []store.Site
 	err := s.do(func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, `SELECT `+siteColumns+` FROM sites ORDER BY number`)
+		rows, err := s.pool.Query(ctx, `SELECT `+siteColumns+` FROM sites WHERE number > 1 ORDER BY number`)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (s *Store) RemoveSite(name string) (store.Site, error) {
 	var st store.Site
 	err := s.do(func(ctx context.Context) (err error) {
 		st, err = scanSite(s.pool.QueryRow(ctx, `UPDATE sites SET removed = coalesce(removed, $2), lease_node = '', lease_until = NULL
-			WHERE name = $1 RETURNING `+siteColumns, name, ts(s.now())))
+			WHERE name = $1 AND number > 1 RETURNING `+siteColumns, name, ts(s.now())))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("site %q: %w", name, store.ErrNotFound)
 		}
@@ -98,7 +98,7 @@ func (s *Store) ReportSite(number uint32, r store.SiteReport) error {
 	}
 	return s.do(func(ctx context.Context) error {
 		_, err := s.pool.Exec(ctx, `UPDATE sites SET last_contact = greatest(last_contact, $2),
-			backlog_records = $3, backlog_bytes = $4, oldest_unsent = $5 WHERE number = $1`,
+			backlog_records = $3, backlog_bytes = $4, oldest_unsent = $5 WHERE number = $1 AND number > 1`,
 			number, ts(r.At), r.BacklogRecords, r.BacklogBytes, oldest)
 		return err
 	})

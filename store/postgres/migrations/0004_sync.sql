@@ -29,10 +29,11 @@ CREATE TABLE replica_cursors (
     seq  bigint NOT NULL
 );
 
--- The head office's register of field boxes (gardend site add). The office is site 1
--- and not listed. lease_* says which office node applies the site's changes.
+-- The head office's register of field boxes (gardend site add). The office is site 1,
+-- whose row only holds the lease of sending the office's records. lease_* says which
+-- office node applies the site's changes (or sends the office's).
 CREATE TABLE sites (
-    number          integer PRIMARY KEY CHECK (number BETWEEN 2 AND 8191),
+    number          integer PRIMARY KEY CHECK (number BETWEEN 1 AND 8191),
     name            text COLLATE "C" NOT NULL UNIQUE,
     user_key        text COLLATE "C" NOT NULL,
     created         timestamptz NOT NULL,
@@ -44,6 +45,7 @@ CREATE TABLE sites (
     lease_node      text NOT NULL DEFAULT '',
     lease_until     timestamptz
 );
+INSERT INTO sites (number, name, user_key, created) VALUES (1, 'office', '', now());
 
 -- Compaction finds a record's earlier changes.
 CREATE INDEX changes_record ON changes (kind, id, ref, seq);

@@ -1,0 +1,607 @@
+package sitesync
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/gardend/gardend/store"
+)
+
+// DefaultMaxBytes is --sync-max-bytes: how much a box keeps for the office while the
+// uplink is down.
+const DefaultMaxBytes = 1 << 30
+
+// BoxConfig configures a field box's sync.
+type BoxConfig struct {
+	Store  store.Backend
+	Images store.ImageContent
+	// DataDir is the data directory; the NATS server's files go in DataDir/nats.
+	DataDir                   string
+	Uplink, CredsFile, CAFile string
+	// MaxBytes bounds the changes and pictures waiting for the office (0:
+	// DefaultMaxBytes). Past it the box goes on serving and stops queueing until the
+	// office catches up; then it sends every record changed meanwhile as it is.
+	MaxBytes int64
+	Logger   zerolog.Logger
+	Now      func() time.Time
+	// Batch is how many changes go out at once (0: 256).
+	Batch int
+	// Poll is how often the change feed is read when nothing woke the loop (0: 250ms).
+	Poll time.Duration
+}
+
+// Box is a field box's sync: the embedded NATS server and its loops.
+type Box struct {
+	cfg  BoxConfig
+	site SiteIdentity
+	log  zerolog.Logger
+	srv  *server.Server
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	out  jetstream.Stream
+	pics jetstream.ObjectStore
+
+	mu          sync.Mutex
+	lastContact time.Time
+	acked       uint64
+	overLimit   bool
+	// sent maps the sequence of each change in the stream to its stream sequence,
+	// and objects the picture objects to the change that put them, until the office
+	// acknowledges them.
+	sent    []sentChange
+	objects map[string]uint64
+	// officeCursor is the last office change applied here.
+	officeCursor uint64
+	ackCh        chan uint64
+	wake         chan struct{}
+}
+
+type sentChange struct{ seq, streamSeq uint64 }
+
+// StartBox reads the site's identity from its credentials, starts the embedded
+// NATS server and connects to it, and turns the change feed on (the first time,
+// that enqueues every record: the box's snapshot). Run then syncs.
+func StartBox(ctx context.Context, cfg BoxConfig, creds []byte) (*Box, error) {
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 256
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 250 * time.Millisecond
+	}
+	id, err := ParseSiteCreds(creds)
+	if err != nil {
+		return nil, fmt.Errorf("--sync-creds %s: %w", cfg.CredsFile, err)
+	}
+	b := &Box{cfg: cfg, site: id, log: cfg.Logger.With().Str("component", "sync").Logger(),
+		objects: map[string]uint64{}, ackCh: make(chan uint64, 16), wake: make(chan struct{}, 1)}
+	b.srv, err = StartBoxServer(BoxServerOptions{Site: id, StoreDir: filepath.Join(cfg.DataDir, "nats"), Uplink: cfg.Uplink,
+		CredsFile: cfg.CredsFile, CAFile: cfg.CAFile, MaxBytes: cfg.MaxBytes, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.connect(ctx); err != nil {
+		b.srv.Shutdown()
+		return nil, err
+	}
+	if started, err := cfg.Store.StartChangeFeed(); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("start the change feed: %w", err)
+	} else if started {
+		b.log.Info().Msg("sync: change feed started; every record of this box will be sent (its first snapshot)")
+	}
+	if b.officeCursor, err = cfg.Store.ReplicaCursor(store.OfficeSite); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *Box) connect(ctx context.Context) error {
+	n := b.site.Number
+	var err error
+	b.nc, err = ConnectInProcess(b.srv, "gardend-sync", nats.CustomInboxPrefix(InboxPrefix(n)))
+	if err != nil {
+		return fmt.Errorf("connect to the embedded NATS server: %w", err)
+	}
+	b.js, err = jetstream.New(b.nc, jetstream.WithPublishAsyncMaxPending(b.cfg.Batch))
+	if err != nil {
+		return err
+	}
+	// Only changes the office has not acknowledged are kept (the feed holds them
+	// too), so the stream is a buffer: it is refilled from the feed on every start.
+	b.out, err = b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: OutStream, Subjects: []string{OutSubject(n)}, Storage: jetstream.FileStorage,
+		MaxBytes: b.cfg.MaxBytes, Discard: jetstream.DiscardNew, Duplicates: 2 * time.Minute,
+		MaxMsgSize: DefaultMaxPayload,
+	})
+	if err != nil {
+		return fmt.Errorf("the box's stream of changes: %w", err)
+	}
+	if err := b.out.Purge(ctx); err != nil {
+		return err
+	}
+	b.pics, err = b.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: PictureBucket(n), Storage: jetstream.FileStorage, MaxBytes: b.cfg.MaxBytes,
+	})
+	if err != nil {
+		return fmt.Errorf("the box's picture bucket: %w", err)
+	}
+	if err := purgeObjects(ctx, b.js, PictureBucket(n)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// purgeObjects empties a bucket: pictures are put again from the feed.
+func purgeObjects(ctx context.Context, js jetstream.JetStream, bucket string) error {
+	s, err := js.Stream(ctx, "OBJ_"+bucket)
+	if err != nil {
+		return err
+	}
+	return s.Purge(ctx)
+}
+
+// Close stops the NATS server; call it after Run returned.
+func (b *Box) Close() {
+	if b.nc != nil {
+		b.nc.Close()
+	}
+	b.srv.Shutdown()
+	b.srv.WaitForShutdown()
+}
+
+// Site is the box's identity.
+func (b *Box) Site() SiteIdentity { return b.site }
+
+// SiteName names a site as this box knows it: itself and the office.
+func (b *Box) SiteName(n uint32) (string, bool) {
+	switch n {
+	case store.OfficeSite:
+		return store.OfficeName, true
+	case b.site.Number:
+		return b.site.Name, true
+	}
+	return "", false
+}
+
+// Wake tells the loop that changes may be waiting (a write just happened).
+func (b *Box) Wake() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run syncs until ctx ends: changes out, acknowledgments in, the office's users in,
+// reports out.
+func (b *Box) Run(ctx context.Context) error {
+	sub, err := b.nc.Subscribe(AckSubject(b.site.Number), func(m *nats.Msg) {
+		var a ackMessage
+		if json.Unmarshal(m.Data, &a) != nil {
+			return
+		}
+		select {
+		case b.ackCh <- a.Seq:
+		default: // a later ack follows
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	var wg sync.WaitGroup
+	wg.Go(func() { b.publishLoop(ctx) })
+	wg.Go(func() { b.officeLoop(ctx) })
+	wg.Go(func() { b.reportLoop(ctx) })
+	wg.Wait()
+	return nil
+}
+
+// ackMessage is the office's acknowledgment: every change of the site up to Seq is
+// applied (or refused and logged) there.
+type ackMessage struct {
+	Seq uint64    `json:"seq"`
+	At  time.Time `json:"at"`
+}
+
+// reportMessage is what a box tells the office of itself.
+type reportMessage struct {
+	BacklogRecords int64      `json:"backlog_records"`
+	BacklogBytes   int64      `json:"backlog_bytes"`
+	OldestUnsent   *time.Time `json:"oldest_unsent,omitempty"`
+	OverLimit      bool       `json:"over_limit,omitempty"`
+}
+
+func (b *Box) publishLoop(ctx context.Context) {
+	var published uint64
+	compacted := time.Time{}
+	t := time.NewTicker(b.cfg.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case seq := <-b.ackCh:
+			b.acknowledged(ctx, seq)
+		case <-t.C:
+		case <-b.wake:
+		}
+		for ctx.Err() == nil {
+			full, err := b.full(ctx)
+			if err != nil {
+				b.log.Warn().Err(err).Msg("sync: read the box's stream")
+				break
+			}
+			if full {
+				if time.Since(compacted) > time.Minute {
+					if n, err := b.cfg.Store.CompactChanges(published); err != nil {
+						b.log.Warn().Err(err).Msg("sync: compact the change feed")
+					} else if n > 0 {
+						b.log.Debug().Int("changes", n).Msg("sync: compacted the change feed")
+					}
+					compacted = time.Now()
+				}
+				break
+			}
+			n, last, err := b.publishBatch(ctx, published)
+			if err != nil {
+				if ctx.Err() == nil {
+					b.log.Warn().Err(err).Msg("sync: queue changes for the office")
+				}
+				break
+			}
+			published = last
+			if n < b.cfg.Batch {
+				break
+			}
+		}
+	}
+}
+
+// full reports whether what waits for the office has reached MaxBytes, and says so
+// once when it starts and ends.
+func (b *Box) full(ctx context.Context) (bool, error) {
+	used, err := b.pendingBytes(ctx)
+	if err != nil {
+		return false, err
+	}
+	full := used >= b.cfg.MaxBytes
+	b.mu.Lock()
+	was := b.overLimit
+	b.overLimit = full
+	b.mu.Unlock()
+	switch {
+	case full && !was:
+		b.log.Warn().Int64("bytes", used).Int64("max_bytes", b.cfg.MaxBytes).
+			Msg("sync: the backlog for the office is over --sync-max-bytes: the box goes on serving, keeps recording what changes, and sends it as it then is once the office catches up")
+	case !full && was:
+		b.log.Info().Msg("sync: the backlog is under --sync-max-bytes again; sending what changed meanwhile")
+	}
+	return full, nil
+}
+
+// pendingBytes is what the stream and the picture bucket hold.
+func (b *Box) pendingBytes(ctx context.Context) (int64, error) {
+	info, err := b.out.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	st, err := b.pics.Status(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int64(info.State.Bytes) + int64(st.Size()), nil
+}
+
+// publishBatch sends the changes after published into the box's stream and returns
+// how many it read and the last sequence read.
+func (b *Box) publishBatch(ctx context.Context, published uint64) (int, uint64, error) {
+	cs, err := b.cfg.Store.ChangesAfter(published, b.cfg.Batch)
+	if err != nil || len(cs) == 0 {
+		return 0, published, err
+	}
+	type key struct {
+		kind    string
+		id, ref uint64
+	}
+	seen := map[key]bool{}
+	var futures []jetstream.PubAckFuture
+	var seqs []uint64
+	var objects []string
+	for _, c := range cs {
+		// The first change of a record in the batch sends it as it is now, which
+		// includes the later ones.
+		k := key{c.Kind, c.ID, c.Ref}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		kd, ok := kinds[c.Kind]
+		if !ok {
+			return 0, published, fmt.Errorf("change %d: kind %q has no sync adapter", c.Seq, c.Kind)
+		}
+		att := &boxAttacher{b: b}
+		rec, err := kd.encode(ctx, b.cfg.Store, b.site.Number, c, att)
+		if errors.Is(err, store.ErrNotFound) {
+			rec, err = nil, nil // gone meanwhile: a later change says what became of it
+		}
+		if err != nil {
+			return 0, published, fmt.Errorf("%s: %w", c, err)
+		}
+		objects = append(objects, att.names...)
+		m := Message{Site: b.site.Number, Seq: c.Seq, Kind: c.Kind, ID: globalID(b.site.Number, c.ID),
+			Ref: globalID(b.site.Number, c.Ref), Deleted: rec == nil, At: c.At, Rec: rec}
+		data, err := json.Marshal(m)
+		if err != nil {
+			return 0, published, err
+		}
+		msg := nats.NewMsg(OutSubject(b.site.Number))
+		msg.Data = data
+		f, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.MsgID()))
+		if err != nil {
+			return 0, published, err
+		}
+		futures, seqs = append(futures, f), append(seqs, c.Seq)
+	}
+	var sent []sentChange
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			sent = append(sent, sentChange{seq: seqs[i], streamSeq: ack.Sequence})
+		case err := <-f.Err():
+			return 0, published, err
+		case <-ctx.Done():
+			return 0, published, ctx.Err()
+		}
+	}
+	last := cs[len(cs)-1].Seq
+	b.mu.Lock()
+	b.sent = append(b.sent, sent...)
+	for _, name := range objects {
+		b.objects[name] = last
+	}
+	b.mu.Unlock()
+	return len(cs), last, nil
+}
+
+// acknowledged trims what the office has: the feed up to seq, the stream's messages
+// and the pictures of those changes.
+func (b *Box) acknowledged(ctx context.Context, seq uint64) {
+	b.mu.Lock()
+	b.lastContact = b.cfg.Now()
+	if seq <= b.acked {
+		b.mu.Unlock()
+		return
+	}
+	b.acked = seq
+	var purgeBelow uint64
+	i := 0
+	for ; i < len(b.sent) && b.sent[i].seq <= seq; i++ {
+		purgeBelow = b.sent[i].streamSeq + 1
+	}
+	b.sent = b.sent[i:]
+	var gone []string
+	for name, s := range b.objects {
+		if s <= seq {
+			gone = append(gone, name)
+			delete(b.objects, name)
+		}
+	}
+	b.mu.Unlock()
+	if _, err := b.cfg.Store.TrimChanges(seq); err != nil {
+		b.log.Warn().Err(err).Uint64("seq", seq).Msg("sync: trim the change feed")
+	}
+	if purgeBelow > 0 {
+		if err := b.out.Purge(ctx, jetstream.WithPurgeSequence(purgeBelow)); err != nil {
+			b.log.Warn().Err(err).Msg("sync: purge what the office has")
+		}
+	}
+	for _, name := range gone {
+		if err := b.pics.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			b.log.Warn().Err(err).Str("object", name).Msg("sync: delete a picture the office has")
+		}
+	}
+}
+
+// boxAttacher puts pictures into the box's bucket.
+type boxAttacher struct {
+	b     *Box
+	names []string
+}
+
+func (a *boxAttacher) PutObject(ctx context.Context, name, imagePath string) (int64, string, error) {
+	if info, err := a.b.pics.GetInfo(ctx, name); err == nil {
+		a.names = append(a.names, name)
+		return int64(info.Size), info.Digest, nil
+	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return 0, "", err
+	}
+	rc, _, err := a.b.cfg.Images.OpenImage(ctx, imagePath)
+	if err != nil {
+		return 0, "", err
+	}
+	defer func() { _ = rc.Close() }()
+	info, err := a.b.pics.Put(ctx, jetstream.ObjectMeta{Name: name}, io.Reader(rc))
+	if err != nil {
+		return 0, "", err
+	}
+	a.names = append(a.names, name)
+	return int64(info.Size), info.Digest, nil
+}
+
+// officeLoop applies the office's users, read from the hub's stream across the leaf
+// node whenever the uplink is up.
+func (b *Box) officeLoop(ctx context.Context) {
+	hub, err := jetstream.NewWithDomain(b.nc, HubDomain)
+	if err != nil {
+		b.log.Error().Err(err).Msg("sync: the hub's JetStream")
+		return
+	}
+	for ctx.Err() == nil {
+		cons, err := hub.OrderedConsumer(ctx, OfficeStream, jetstream.OrderedConsumerConfig{})
+		if err != nil {
+			sleep(ctx, 2*time.Second)
+			continue
+		}
+		for ctx.Err() == nil {
+			msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, context.Canceled) {
+				return
+			}
+			if err != nil {
+				if !errors.Is(err, nats.ErrTimeout) {
+					break // recreate the consumer
+				}
+				continue
+			}
+			b.applyOffice(ctx, msg.Data())
+		}
+	}
+}
+
+// applyOffice applies one of the office's changes, exactly once: the cursor is
+// stored with it.
+func (b *Box) applyOffice(ctx context.Context, data []byte) {
+	var m Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		b.log.Warn().Err(err).Msg("sync: refused a malformed change from the office")
+		return
+	}
+	kd, ok := kinds[m.Kind]
+	if m.Site != store.OfficeSite || !ok || !kd.toBoxes() {
+		b.log.Warn().Uint32("site", m.Site).Str("kind", m.Kind).Uint64("seq", m.Seq).Msg("sync: refused a change the office does not send")
+		return
+	}
+	d, derr := kd.decode(&m, store.OfficeSite, b.site.Number)
+	for ctx.Err() == nil {
+		_, err := b.cfg.Store.ApplyReplica(store.OfficeSite, store.OfficeName, func(w store.ReplicaWriter, cur uint64) (uint64, error) {
+			if m.Seq <= cur {
+				return cur, nil
+			}
+			if derr != nil {
+				return m.Seq, nil // refused: logged below, and never tried again
+			}
+			return m.Seq, d.apply(w)
+		})
+		if err == nil {
+			if derr != nil {
+				b.log.Warn().Err(derr).Msg("sync: refused a change from the office")
+			}
+			b.mu.Lock()
+			b.officeCursor = max(b.officeCursor, m.Seq)
+			b.mu.Unlock()
+			return
+		}
+		if refusable(err) {
+			derr = err
+			continue // store the cursor past it
+		}
+		b.log.Warn().Err(err).Msg("sync: apply a change from the office; trying again")
+		sleep(ctx, time.Second)
+	}
+}
+
+// refusable errors are the change's fault: trying again cannot help.
+func refusable(err error) bool {
+	return errors.Is(err, errRefused) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrNotFound) ||
+		errors.Is(err, store.ErrConflict)
+}
+
+func (b *Box) reportLoop(ctx context.Context) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		st, err := b.Status(ctx)
+		if err == nil {
+			r := reportMessage{BacklogRecords: st.BacklogRecords, BacklogBytes: st.BacklogBytes, OldestUnsent: st.OldestUnsent, OverLimit: st.OverLimit}
+			if data, err := json.Marshal(r); err == nil {
+				_ = b.nc.Publish(StatusSubject(b.site.Number), data) // best effort: the next one follows
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Status is what gardend sync status shows.
+type Status struct {
+	Role           string     `json:"role"`
+	Site           uint32     `json:"site"`
+	Name           string     `json:"name"`
+	Connected      bool       `json:"connected"`
+	LastContact    *time.Time `json:"last_contact"`
+	BacklogRecords int64      `json:"backlog_records"`
+	BacklogBytes   int64      `json:"backlog_bytes"`
+	OldestUnsent   *time.Time `json:"oldest_unsent"`
+	OverLimit      bool       `json:"over_limit"`
+	MaxBytes       int64      `json:"max_bytes,omitempty"`
+	Sites          []SiteInfo `json:"sites"`
+}
+
+// SiteInfo is a site as another sees it: the replicas it holds of it.
+type SiteInfo struct {
+	Number         uint32     `json:"number"`
+	Name           string     `json:"name"`
+	Applied        uint64     `json:"applied"`
+	LastContact    *time.Time `json:"last_contact"`
+	BacklogRecords int64      `json:"backlog_records"`
+	BacklogBytes   int64      `json:"backlog_bytes"`
+	OldestUnsent   *time.Time `json:"oldest_unsent"`
+	Removed        bool       `json:"removed,omitempty"`
+}
+
+// Status describes the box's sync now.
+func (b *Box) Status(ctx context.Context) (Status, error) {
+	fs, err := b.cfg.Store.ChangeStats()
+	if err != nil {
+		return Status{}, err
+	}
+	used, err := b.pendingBytes(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := Status{Role: "box", Site: b.site.Number, Name: b.site.Name, Connected: b.srv.NumLeafNodes() > 0,
+		BacklogRecords: int64(fs.Records), BacklogBytes: used, OverLimit: b.overLimit, MaxBytes: b.cfg.MaxBytes,
+		Sites: []SiteInfo{{Number: store.OfficeSite, Name: store.OfficeName, Applied: b.officeCursor}}}
+	if !b.lastContact.IsZero() {
+		t := b.lastContact.UTC()
+		st.LastContact = &t
+		st.Sites[0].LastContact = &t
+	}
+	if fs.Records > 0 {
+		t := fs.Oldest
+		st.OldestUnsent = &t
+	}
+	return st, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

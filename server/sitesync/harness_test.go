@@ -1,0 +1,190 @@
+package sitesync
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gardend/gardend/imagestore"
+	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
+	"github.com/gardend/gardend/store/postgres"
+	"github.com/gardend/gardend/store/postgres/pgtest"
+)
+
+// files is image content in a directory, as a field box keeps it.
+type files struct{ dir *imagestore.Store }
+
+func (f files) PutImage(_ context.Context, _ uint64, r io.Reader) (string, int64, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return "", 0, err
+	}
+	p, err := f.dir.Put(data)
+	return p, int64(len(data)), err
+}
+func (f files) OpenImage(_ context.Context, p string) (io.ReadCloser, int64, error) { return f.dir.Open(p) }
+func (f files) RemoveImage(_ context.Context, p string) error                      { return f.dir.Remove(p) }
+
+func testLogger(t testing.TB, name string) zerolog.Logger {
+	if testing.Verbose() {
+		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel).With().Str("node", name).Logger()
+	}
+	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel).With().Str("node", name).Logger()
+}
+
+// testOffice is an office node on its own PostgreSQL database.
+type testOffice struct {
+	st     *postgres.Store
+	office *Office
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func openOfficeStore(t testing.TB, dsn string) *postgres.Store {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// startOffice runs an office node named node on the database dsn.
+func startOffice(t testing.TB, hub *testHub, st *postgres.Store, node string) *testOffice {
+	t.Helper()
+	o, err := StartOffice(OfficeConfig{Store: st, HubURL: hub.clientURL(), Node: node, Logger: testLogger(t, node),
+		Poll: 200 * time.Millisecond, Lease: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	to := &testOffice{st: st, office: o, cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(to.done); _ = o.Run(ctx) }()
+	t.Cleanup(to.stop)
+	return to
+}
+
+func (o *testOffice) stop() {
+	if o.cancel != nil {
+		o.cancel()
+		<-o.done
+		o.office.Close()
+		o.cancel = nil
+	}
+}
+
+// testBox is a field box: a bbolt store, image files and its sync.
+type testBox struct {
+	dir    string
+	st     *bolt.Store
+	images files
+	creds  []byte
+	uplink string
+	box    *Box
+	cancel context.CancelFunc
+	done   chan struct{}
+	site   store.Site
+}
+
+// newBoxStore makes a box's store and image files before it joins.
+func newBoxStore(t testing.TB) *testBox {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	imgs, err := imagestore.Open(filepath.Join(dir, "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testBox{dir: dir, st: st, images: files{imgs}}
+}
+
+// join registers the box as a site at the office and starts its sync.
+func (b *testBox) join(t testing.TB, office *postgres.Store, name, uplink string) {
+	t.Helper()
+	site, creds, err := AddSite(office, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.site, b.creds, b.uplink = site, creds, uplink
+	b.start(t)
+}
+
+func (b *testBox) start(t testing.TB) {
+	t.Helper()
+	credsFile := filepath.Join(b.dir, "site.creds")
+	if err := os.WriteFile(credsFile, b.creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	box, err := StartBox(context.Background(), BoxConfig{Store: b.st, Images: b.images, DataDir: b.dir, Uplink: b.uplink,
+		CredsFile: credsFile, Logger: testLogger(t, b.site.Name), Poll: 50 * time.Millisecond}, b.creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.box, b.cancel, b.done = box, cancel, make(chan struct{})
+	go func() { defer close(b.done); _ = box.Run(ctx) }()
+	t.Cleanup(b.stop)
+}
+
+func (b *testBox) stop() {
+	if b.cancel != nil {
+		b.cancel()
+		<-b.done
+		b.box.Close()
+		b.cancel = nil
+	}
+}
+
+// gid is a box record's id at the office.
+func (b *testBox) gid(id uint64) uint64 { return store.GlobalID(b.site.Number, id) }
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+func readAll(t testing.TB, rc io.ReadCloser, _ int64, err error) []byte {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rc.Close() }()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+var corners = store.Coordinates{
+	{Name: "top_left", Latitude: 52.5, Longitude: 13.4},
+	{Name: "top_right", Latitude: 52.5, Longitude: 13.5},
+	{Name: "bottom_left", Latitude: 52.4, Longitude: 13.4},
+}
+
+func must[T any](t testing.TB) func(v T, err error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+var _ = bytes.Equal
+var _ = pgtest.NewDatabase
