@@ -124,6 +124,7 @@ var adminSocketOps = socketOps(
 	valueOp[InspectCompanies](), valueOp[InspectGardens](), valueOp[InspectPermissions](),
 	valueOp[InspectBeds](), valueOp[InspectQueue](),
 	valueOp[PointCloudsSync](), downloadOp[BackupCreate](),
+	valueOp[SyncStatus](),
 )
 
 type namedOp struct {

@@ -121,3 +121,12 @@ func LocalID(site uint32, global uint64) uint64 {
 	}
 	return global
 }
+
+// CheckHome refuses to change a replica outside the sync (an operator's command): it
+// is ErrConflict naming the record's home site by number.
+func CheckHome(kind string, id uint64) error {
+	if site := HomeSite(id); site != 0 {
+		return fmt.Errorf("%w: %s %d is managed at site number %d; change it there", ErrConflict, kind, id, site)
+	}
+	return nil
+}

@@ -30,8 +30,10 @@ func (f files) PutImage(_ context.Context, _ uint64, r io.Reader) (string, int64
 	p, err := f.dir.Put(data)
 	return p, int64(len(data)), err
 }
-func (f files) OpenImage(_ context.Context, p string) (io.ReadCloser, int64, error) { return f.dir.Open(p) }
-func (f files) RemoveImage(_ context.Context, p string) error                      { return f.dir.Remove(p) }
+func (f files) OpenImage(_ context.Context, p string) (io.ReadCloser, int64, error) {
+	return f.dir.Open(p)
+}
+func (f files) RemoveImage(_ context.Context, p string) error { return f.dir.Remove(p) }
 
 func testLogger(t testing.TB, name string) zerolog.Logger {
 	if testing.Verbose() {

@@ -53,6 +53,7 @@ type Office struct {
 	lastContact time.Time
 	running     map[uint32]context.CancelFunc
 	names       map[uint32]string
+	removed     map[uint32]bool
 	revoked     string
 	// Counters, for metrics.
 	applied, refused map[uint32]uint64
@@ -78,7 +79,7 @@ func StartOffice(cfg OfficeConfig) (*Office, error) {
 		return nil, err
 	}
 	o := &Office{cfg: cfg, log: cfg.Logger.With().Str("component", "sync").Logger(), keys: keys,
-		running: map[uint32]context.CancelFunc{}, names: map[uint32]string{},
+		running: map[uint32]context.CancelFunc{}, names: map[uint32]string{}, removed: map[uint32]bool{},
 		applied: map[uint32]uint64{}, refused: map[uint32]uint64{}}
 	if _, err := cfg.Store.StartChangeFeed(); err != nil {
 		return nil, fmt.Errorf("start the change feed: %w", err)
@@ -116,6 +117,7 @@ func (o *Office) loadNames() error {
 	defer o.mu.Unlock()
 	for _, s := range sites {
 		o.names[s.Number] = s.Name
+		o.removed[s.Number] = s.Removed != nil
 	}
 	return nil
 }
@@ -361,6 +363,7 @@ func (o *Office) syncSites(ctx context.Context) {
 	o.mu.Lock()
 	for _, s := range sites {
 		o.names[s.Number] = s.Name
+		o.removed[s.Number] = s.Removed != nil
 	}
 	changed := key != o.revoked
 	o.mu.Unlock()
@@ -743,4 +746,11 @@ func (o *Office) Counters() (applied, refused map[uint32]uint64) {
 		refused[k] = v
 	}
 	return applied, refused
+}
+
+// SiteRemoved reports whether the office removed site n (gardend site remove).
+func (o *Office) SiteRemoved(n uint32) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.removed[n]
 }
