@@ -355,6 +355,7 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	m.SetSources(s.metricSources())
+	s.watchSync()
 	s.admin = NewAdmin(st, s.pw, cfg.DataDir)
 	s.admin.sync = s.sync
 	s.admin.afterRemove = s.afterRemove

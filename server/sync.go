@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
+	"github.com/gardend/gardend/server/metrics"
 	"github.com/gardend/gardend/server/sitesync"
 	"github.com/gardend/gardend/store"
 )
@@ -81,4 +83,43 @@ func (SyncStatus) run(ctx context.Context, a *Admin, answer func(sitesync.Status
 	}
 	// No server runs here: what the database says, not connected.
 	return once(answer)(sitesync.StoreStatus(a.store))
+}
+
+// watchSync exposes the sync's state as gardend_sync_* metrics.
+func (s *Server) watchSync() {
+	if s.sync == nil {
+		return
+	}
+	s.metrics.WatchSync(func() (metrics.SyncSnapshot, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := s.sync.Status(ctx)
+		if err != nil {
+			return metrics.SyncSnapshot{}, err
+		}
+		out := metrics.SyncSnapshot{Connected: st.Connected, BacklogRecords: st.BacklogRecords, BacklogBytes: st.BacklogBytes,
+			OverLimit: st.OverLimit}
+		if st.LastContact != nil {
+			out.LastContact = *st.LastContact
+		}
+		if st.OldestUnsent != nil {
+			out.OldestUnsent = *st.OldestUnsent
+		}
+		var applied, refused map[uint32]uint64
+		if c, ok := s.sync.(interface {
+			Counters() (map[uint32]uint64, map[uint32]uint64)
+		}); ok {
+			applied, refused = c.Counters()
+		}
+		for _, site := range st.Sites {
+			m := metrics.SyncSite{Number: site.Number, Name: site.Name, Applied: site.Applied,
+				BacklogRecords: site.BacklogRecords, BacklogBytes: site.BacklogBytes,
+				AppliedTotal: applied[site.Number], RefusedTotal: refused[site.Number]}
+			if site.LastContact != nil {
+				m.LastContact = *site.LastContact
+			}
+			out.Sites = append(out.Sites, m)
+		}
+		return out, nil
+	})
 }

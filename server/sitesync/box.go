@@ -61,10 +61,11 @@ type Box struct {
 	// acknowledges them.
 	sent    []sentChange
 	objects map[string]uint64
-	// officeCursor is the last office change applied here.
-	officeCursor uint64
-	ackCh        chan uint64
-	wake         chan struct{}
+	// officeCursor is the last office change applied here; the counters count them.
+	officeCursor                 uint64
+	appliedOffice, refusedOffice uint64
+	ackCh                        chan uint64
+	wake                         chan struct{}
 }
 
 type sentChange struct{ seq, streamSeq uint64 }
@@ -506,6 +507,11 @@ func (b *Box) applyOffice(ctx context.Context, data []byte) {
 			}
 			b.mu.Lock()
 			b.officeCursor = max(b.officeCursor, m.Seq)
+			if derr != nil {
+				b.refusedOffice++
+			} else {
+				b.appliedOffice++
+			}
 			b.mu.Unlock()
 			return
 		}
@@ -604,4 +610,11 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// Counters are the office's changes applied and refused here since the start.
+func (b *Box) Counters() (applied, refused map[uint32]uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return map[uint32]uint64{store.OfficeSite: b.appliedOffice}, map[uint32]uint64{store.OfficeSite: b.refusedOffice}
 }
