@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gardend/gardend/imagestore"
+	"github.com/gardend/gardend/server/sitesync/synctest"
 	"github.com/gardend/gardend/store"
 	"github.com/gardend/gardend/store/bolt"
 	"github.com/gardend/gardend/store/postgres"
@@ -61,9 +62,9 @@ func openOfficeStore(t testing.TB, dsn string) *postgres.Store {
 }
 
 // startOffice runs an office node named node on the database dsn.
-func startOffice(t testing.TB, hub *testHub, st *postgres.Store, node string) *testOffice {
+func startOffice(t testing.TB, hub *synctest.Hub, st *postgres.Store, node string) *testOffice {
 	t.Helper()
-	o, err := StartOffice(OfficeConfig{Store: st, HubURL: hub.clientURL(), Node: node, Logger: testLogger(t, node),
+	o, err := StartOffice(OfficeConfig{Store: st, HubURL: hub.ClientURL(), Node: node, Logger: testLogger(t, node),
 		Poll: 200 * time.Millisecond, Lease: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)

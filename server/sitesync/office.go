@@ -534,6 +534,8 @@ type item struct {
 	d         decoded
 	refused   error
 	streamSeq uint64
+	// dup: applied before (a redelivery); skipped.
+	dup bool
 }
 
 // apply applies a prefix of msgs in one transaction and returns how many it used up:
@@ -554,6 +556,7 @@ func (a *siteApplier) apply(ctx context.Context, msgs []jetstream.Msg) (int, err
 		if err := json.Unmarshal(msg.Data(), &it.m); err != nil {
 			it.refused = fmt.Errorf("%w: malformed: %v", errRefused, err)
 		} else if it.m.Seq <= cur {
+			it.dup = true
 			items = append(items, it) // applied before: used up
 			continue
 		} else if it.m.Site != n {
@@ -628,6 +631,9 @@ func (a *siteApplier) after(ctx context.Context, items []item, removed store.Rem
 	var purgeBelow uint64
 	for _, it := range items {
 		purgeBelow = max(purgeBelow, it.streamSeq+1)
+		if it.dup {
+			continue
+		}
 		if it.refused != nil {
 			refused++
 			a.log.Warn().Err(it.refused).Uint64("seq", it.m.Seq).Str("kind", it.m.Kind).Uint64("id", it.m.ID).

@@ -26,7 +26,7 @@ func TestBoxAndOffice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub.stop()
+	hub.Stop()
 	hub = startHub(t, keys, filepath.Join(t.TempDir(), "hub2"), nil)
 	agronomist := must[store.User](t)(ost.CreateUser(store.NewUser{Username: "agronomist", FirstName: "A", LastName: "G", PasswordHash: "office-hash"}))
 
@@ -51,7 +51,7 @@ func TestBoxAndOffice(t *testing.T) {
 	}
 
 	o := startOffice(t, hub, ost, "office-1")
-	b.join(t, ost, "farm-a", hub.leafURL())
+	b.join(t, ost, "farm-a", hub.LeafURL())
 	_ = o
 
 	waitFor(t, 30*time.Second, "the box's records at the office", func() bool {

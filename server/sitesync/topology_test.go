@@ -37,7 +37,7 @@ func TestTopology(t *testing.T) {
 	if testing.Verbose() {
 		log = zerolog.New(zerolog.NewTestWriter(t)).With().Str("nats", "box").Logger()
 	}
-	box, err := StartBoxServer(BoxServerOptions{Site: id, StoreDir: filepath.Join(dir, "box"), Uplink: hub.leafURL(), CredsFile: credsFile, Logger: log})
+	box, err := StartBoxServer(BoxServerOptions{Site: id, StoreDir: filepath.Join(dir, "box"), Uplink: hub.LeafURL(), CredsFile: credsFile, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestTopology(t *testing.T) {
 	if _, err := bjs.CreateStream(ctx, jetstream.StreamConfig{Name: OutStream, Subjects: []string{OutSubject(3)}, Storage: jetstream.FileStorage}); err != nil {
 		t.Fatal(err)
 	}
-	onc := officeConn(t, k, hub.clientURL())
+	onc := officeConn(t, k, hub.ClientURL())
 	ojs, err := jetstream.New(onc)
 	if err != nil {
 		t.Fatal(err)
