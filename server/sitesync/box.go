@@ -64,6 +64,8 @@ type Box struct {
 	// officeCursor is the last office change applied here; the counters count them.
 	officeCursor                 uint64
 	appliedOffice, refusedOffice uint64
+	// published counts the changes this process put into the stream.
+	published uint64
 	ackCh                        chan uint64
 	wake                         chan struct{}
 }
@@ -375,6 +377,7 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (int, uint64, 
 	last := cs[len(cs)-1].Seq
 	b.mu.Lock()
 	b.sent = append(b.sent, sent...)
+	b.published += uint64(len(sent))
 	for _, name := range objects {
 		b.objects[name] = last
 	}
@@ -617,4 +620,11 @@ func (b *Box) Counters() (applied, refused map[uint32]uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return map[uint32]uint64{store.OfficeSite: b.appliedOffice}, map[uint32]uint64{store.OfficeSite: b.refusedOffice}
+}
+
+// Published is how many changes this process put into the box's stream.
+func (b *Box) Published() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.published
 }

@@ -191,3 +191,5 @@ func must[T any](t testing.TB) func(v T, err error) T {
 
 var _ = bytes.Equal
 var _ = pgtest.NewDatabase
+
+func writeFile(path string, data []byte) error { return os.WriteFile(path, data, 0o600) }
