@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,8 +67,11 @@ type Box struct {
 	appliedOffice, refusedOffice uint64
 	// published counts the changes this process put into the stream.
 	published uint64
-	ackCh                        chan uint64
-	wake                         chan struct{}
+	// fullAt is what the stream and bucket held when JetStream refused more for
+	// room; 0 while it has not.
+	fullAt int64
+	ackCh  chan uint64
+	wake   chan struct{}
 }
 
 type sentChange struct{ seq, streamSeq uint64 }
@@ -230,6 +234,8 @@ type reportMessage struct {
 	BacklogBytes   int64      `json:"backlog_bytes"`
 	OldestUnsent   *time.Time `json:"oldest_unsent,omitempty"`
 	OverLimit      bool       `json:"over_limit,omitempty"`
+	// Connects counts the times the box's leaf node connected since it started.
+	Connects uint64 `json:"connects"`
 }
 
 func (b *Box) publishLoop(ctx context.Context) {
@@ -264,6 +270,15 @@ func (b *Box) publishLoop(ctx context.Context) {
 				break
 			}
 			n, last, err := b.publishBatch(ctx, published)
+			if isStorageFull(err) {
+				// JetStream refused it for room: full until the office takes some.
+				if used, uerr := b.pendingBytes(ctx); uerr == nil {
+					b.mu.Lock()
+					b.fullAt = max(used, 1)
+					b.mu.Unlock()
+				}
+				continue
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					b.log.Warn().Err(err).Msg("sync: queue changes for the office")
@@ -285,8 +300,11 @@ func (b *Box) full(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	full := used >= b.cfg.MaxBytes
 	b.mu.Lock()
+	if used < b.fullAt {
+		b.fullAt = 0 // the office took some: try again
+	}
+	full := used >= b.cfg.MaxBytes || b.fullAt > 0
 	was := b.overLimit
 	b.overLimit = full
 	b.mu.Unlock()
@@ -315,7 +333,7 @@ func (b *Box) pendingBytes(ctx context.Context) (int64, error) {
 
 // publishBatch sends the changes after published into the box's stream and returns
 // how many it read and the last sequence read.
-func (b *Box) publishBatch(ctx context.Context, published uint64) (int, uint64, error) {
+func (b *Box) publishBatch(ctx context.Context, published uint64) (n int, last uint64, err error) {
 	cs, err := b.cfg.Store.ChangesAfter(published, b.cfg.Batch)
 	if err != nil || len(cs) == 0 {
 		return 0, published, err
@@ -325,9 +343,42 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (int, uint64, 
 		id, ref uint64
 	}
 	seen := map[key]bool{}
-	var futures []jetstream.PubAckFuture
-	var seqs []uint64
-	var objects []string
+	var (
+		futures []jetstream.PubAckFuture
+		seqs    []uint64
+		sent    []sentChange
+		fresh   uint64
+	)
+	objects := map[string]uint64{}
+	// What went out is recorded even when the batch fails half-way: its messages
+	// and pictures are then in the stream and the bucket, to be let go when the
+	// office acknowledges them (the batch is sent again; JetStream drops the
+	// messages it has by their ids, and the pictures are there).
+	defer func() {
+		b.mu.Lock()
+		b.sent = append(b.sent, sent...)
+		b.published += fresh
+		for name, seq := range objects {
+			b.objects[name] = max(b.objects[name], seq)
+		}
+		b.mu.Unlock()
+	}()
+	wait := func() error {
+		for i, f := range futures {
+			select {
+			case ack := <-f.Ok():
+				if !ack.Duplicate {
+					sent = append(sent, sentChange{seq: seqs[i], streamSeq: ack.Sequence})
+					fresh++
+				}
+			case err := <-f.Err():
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
 	for _, c := range cs {
 		// The first change of a record in the batch sends it as it is now, which
 		// includes the later ones.
@@ -338,51 +389,37 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (int, uint64, 
 		seen[k] = true
 		kd, ok := kinds[c.Kind]
 		if !ok {
-			return 0, published, fmt.Errorf("change %d: kind %q has no sync adapter", c.Seq, c.Kind)
+			return 0, published, errors.Join(fmt.Errorf("change %d: kind %q has no sync adapter", c.Seq, c.Kind), wait())
 		}
 		att := &boxAttacher{b: b}
 		rec, err := kd.encode(ctx, b.cfg.Store, b.site.Number, c, att)
+		for _, name := range att.names {
+			objects[name] = c.Seq
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			rec, err = nil, nil // gone meanwhile: a later change says what became of it
 		}
 		if err != nil {
-			return 0, published, fmt.Errorf("%s: %w", c, err)
+			return 0, published, errors.Join(fmt.Errorf("%s: %w", c, err), wait())
 		}
-		objects = append(objects, att.names...)
 		m := Message{Site: b.site.Number, Seq: c.Seq, Kind: c.Kind, ID: globalID(b.site.Number, c.ID),
 			Ref: globalID(b.site.Number, c.Ref), Deleted: rec == nil, At: c.At, Rec: rec}
 		data, err := json.Marshal(m)
 		if err != nil {
-			return 0, published, err
+			return 0, published, errors.Join(err, wait())
 		}
 		msg := nats.NewMsg(OutSubject(b.site.Number))
 		msg.Data = data
 		f, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.MsgID()))
 		if err != nil {
-			return 0, published, err
+			return 0, published, errors.Join(err, wait())
 		}
 		futures, seqs = append(futures, f), append(seqs, c.Seq)
 	}
-	var sent []sentChange
-	for i, f := range futures {
-		select {
-		case ack := <-f.Ok():
-			sent = append(sent, sentChange{seq: seqs[i], streamSeq: ack.Sequence})
-		case err := <-f.Err():
-			return 0, published, err
-		case <-ctx.Done():
-			return 0, published, ctx.Err()
-		}
+	if err := wait(); err != nil {
+		return 0, published, err
 	}
-	last := cs[len(cs)-1].Seq
-	b.mu.Lock()
-	b.sent = append(b.sent, sent...)
-	b.published += uint64(len(sent))
-	for _, name := range objects {
-		b.objects[name] = last
-	}
-	b.mu.Unlock()
-	return len(cs), last, nil
+	return len(cs), cs[len(cs)-1].Seq, nil
 }
 
 // acknowledged trims what the office has: the feed up to seq, the stream's messages
@@ -464,19 +501,22 @@ func (b *Box) officeLoop(ctx context.Context) {
 			sleep(ctx, 2*time.Second)
 			continue
 		}
+		it, err := cons.Messages()
+		if err != nil {
+			sleep(ctx, 2*time.Second)
+			continue
+		}
 		for ctx.Err() == nil {
-			msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, context.Canceled) {
-				return
+			msg, err := it.Next(jetstream.NextMaxWait(5 * time.Second))
+			if errors.Is(err, nats.ErrTimeout) {
+				continue
 			}
 			if err != nil {
-				if !errors.Is(err, nats.ErrTimeout) {
-					break // recreate the consumer
-				}
-				continue
+				break // recreate the consumer
 			}
 			b.applyOffice(ctx, msg.Data())
 		}
+		it.Stop()
 	}
 }
 
@@ -533,15 +573,29 @@ func refusable(err error) bool {
 		errors.Is(err, store.ErrConflict)
 }
 
+// reportLoop tells the office how the box stands every 5 s, and at once when its
+// leaf node connects anew (the office then sets the hub's sourcing up afresh).
 func (b *Box) reportLoop(ctx context.Context) {
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	var connects uint64
+	connected := false
+	var last time.Time
 	for {
-		st, err := b.Status(ctx)
-		if err == nil {
-			r := reportMessage{BacklogRecords: st.BacklogRecords, BacklogBytes: st.BacklogBytes, OldestUnsent: st.OldestUnsent, OverLimit: st.OverLimit}
-			if data, err := json.Marshal(r); err == nil {
-				_ = b.nc.Publish(StatusSubject(b.site.Number), data) // best effort: the next one follows
+		now := b.srv.NumLeafNodes() > 0
+		if now && !connected {
+			connects++
+		}
+		fresh := now && !connected
+		connected = now
+		if fresh || time.Since(last) >= 5*time.Second {
+			if st, err := b.Status(ctx); err == nil {
+				r := reportMessage{BacklogRecords: st.BacklogRecords, BacklogBytes: st.BacklogBytes,
+					OldestUnsent: st.OldestUnsent, OverLimit: st.OverLimit, Connects: connects}
+				if data, err := json.Marshal(r); err == nil {
+					_ = b.nc.Publish(StatusSubject(b.site.Number), data) // best effort: the next one follows
+					last = time.Now()
+				}
 			}
 		}
 		select {
@@ -627,4 +681,17 @@ func (b *Box) Published() uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.published
+}
+
+// isStorageFull reports JetStream refusing a message for want of room.
+func isStorageFull(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, jetstream.ErrMaxBytesExceeded) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "maximum bytes") || strings.Contains(msg, "insufficient resources") ||
+		strings.Contains(msg, "insufficient storage")
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -85,6 +86,10 @@ func converge(t *testing.T, within time.Duration, b *testBox, office store.Backe
 		if last = diff(b.st, office, b.site.Number); len(last) == 0 {
 			return time.Since(start)
 		}
+		if os.Getenv("SYNC_TRACE") != "" {
+			cur, _ := office.ReplicaCursor(b.site.Number)
+			t.Logf("%v: cursor %d, %s", time.Since(start).Round(100*time.Millisecond), cur, last[0])
+		}
 		if time.Now().After(deadline) {
 			if len(last) > 10 {
 				last = last[:10]
@@ -105,6 +110,7 @@ func counters(o *Office, site uint32) (applied, refused uint64) {
 // in the middle of a message and flaps, the office ends with exactly the box's
 // records, each change applied once.
 func TestLinkFaults(t *testing.T) {
+	t.Parallel()
 	hub, ost := officeWithHub(t)
 	proxy := synctest.NewProxy(t, strings.TrimPrefix(hub.LeafURL(), "nats-leaf://"))
 	o := startOffice(t, hub, ost, "office-1")
@@ -164,6 +170,7 @@ func TestLinkFaults(t *testing.T) {
 // TestForgedChanges: a site's credentials publish, by hand, changes about records
 // homed elsewhere; the office refuses each, logs it, and changes nothing.
 func TestForgedChanges(t *testing.T) {
+	t.Parallel()
 	hub, ost := officeWithHub(t)
 	officeUser := must[store.User](t)(ost.CreateUser(store.NewUser{Username: "boss", FirstName: "B", LastName: "O", PasswordHash: "office-hash"}))
 	officeCompany := must[store.Company](t)(ost.CreateCompany(officeUser.ID, "HQ"))
@@ -210,6 +217,15 @@ func TestForgedChanges(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: OutStream, Subjects: []string{OutSubject(siteA.Number)}}); err != nil {
 		t.Fatal(err)
 	}
+	// What a box says when its leaf node connects: the office sets the hub's
+	// sourcing from it up at once.
+	waitFor(t, 10*time.Second, "the forger's leaf node", func() bool { return srv.NumLeafNodes() == 1 })
+	report, _ := json.Marshal(reportMessage{Connects: 1})
+	waitFor(t, 10*time.Second, "the office applying farm-a", func() bool {
+		_ = nc.Publish(StatusSubject(siteA.Number), report)
+		sites, err := ost.Sites()
+		return err == nil && len(sites) == 2 && sites[0].LastContact != nil
+	})
 	a, bb := siteA.Number, siteB.Number
 	rec := func(v any) json.RawMessage { data, _ := json.Marshal(v); return data }
 	forged := []Message{

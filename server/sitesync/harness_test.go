@@ -51,9 +51,12 @@ type testOffice struct {
 	done   chan struct{}
 }
 
-func openOfficeStore(t testing.TB, dsn string) *postgres.Store {
+func openOfficeStore(t testing.TB, dsn string) *postgres.Store { return openOfficeStoreAt(t, dsn, nil) }
+
+// openOfficeStoreAt is openOfficeStore with the clock now.
+func openOfficeStoreAt(t testing.TB, dsn string, now func() time.Time) *postgres.Store {
 	t.Helper()
-	st, err := postgres.Open(context.Background(), dsn, postgres.Options{MaxConns: 8})
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{MaxConns: 8, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +66,14 @@ func openOfficeStore(t testing.TB, dsn string) *postgres.Store {
 
 // startOffice runs an office node named node on the database dsn.
 func startOffice(t testing.TB, hub *synctest.Hub, st *postgres.Store, node string) *testOffice {
+	return startOfficeAt(t, hub, st, node, nil)
+}
+
+// startOfficeAt is startOffice with the clock now.
+func startOfficeAt(t testing.TB, hub *synctest.Hub, st *postgres.Store, node string, now func() time.Time) *testOffice {
 	t.Helper()
 	o, err := StartOffice(OfficeConfig{Store: st, HubURL: hub.ClientURL(), Node: node, Logger: testLogger(t, node),
-		Poll: 200 * time.Millisecond, Lease: 3 * time.Second})
+		Poll: 200 * time.Millisecond, Lease: 3 * time.Second, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +104,22 @@ type testBox struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	site   store.Site
+	// maxBytes is the box's --sync-max-bytes (0: the default); now its clock (nil:
+	// time.Now); logs what it logged at warning level and above.
+	maxBytes int64
+	now      func() time.Time
+	logs     syncBuffer
 }
 
 // newBoxStore makes a box's store and image files before it joins.
-func newBoxStore(t testing.TB) *testBox {
+func newBoxStore(t testing.TB) *testBox { return newBoxStoreAt(t, nil) }
+
+// newBoxStoreAt is newBoxStore with the clock now.
+func newBoxStoreAt(t testing.TB, now func() time.Time) *testBox {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{})
+	// NoSync: these tests kill nothing; they need many writes quickly.
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{Now: now, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +128,7 @@ func newBoxStore(t testing.TB) *testBox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testBox{dir: dir, st: st, images: files{imgs}}
+	return &testBox{dir: dir, st: st, images: files{imgs}, now: now}
 }
 
 // join registers the box as a site at the office and starts its sync.
@@ -131,8 +148,10 @@ func (b *testBox) start(t testing.TB) {
 	if err := os.WriteFile(credsFile, b.creds, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	log := testLogger(t, b.site.Name)
+	log = log.Output(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), &b.logs))
 	box, err := StartBox(context.Background(), BoxConfig{Store: b.st, Images: b.images, DataDir: b.dir, Uplink: b.uplink,
-		CredsFile: credsFile, Logger: testLogger(t, b.site.Name), Poll: 50 * time.Millisecond}, b.creds)
+		CredsFile: credsFile, Logger: log, Poll: 50 * time.Millisecond, MaxBytes: b.maxBytes, Now: b.now}, b.creds)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,7 @@ type Office struct {
 	running     map[uint32]context.CancelFunc
 	names       map[uint32]string
 	removed     map[uint32]bool
+	connects    map[uint32]uint64
 	revoked     string
 	// Counters, for metrics.
 	applied, refused map[uint32]uint64
@@ -80,7 +81,8 @@ func StartOffice(cfg OfficeConfig) (*Office, error) {
 	}
 	o := &Office{cfg: cfg, log: cfg.Logger.With().Str("component", "sync").Logger(), keys: keys,
 		running: map[uint32]context.CancelFunc{}, names: map[uint32]string{}, removed: map[uint32]bool{},
-		applied: map[uint32]uint64{}, refused: map[uint32]uint64{}}
+		connects: map[uint32]uint64{},
+		applied:  map[uint32]uint64{}, refused: map[uint32]uint64{}}
 	if _, err := cfg.Store.StartChangeFeed(); err != nil {
 		return nil, fmt.Errorf("start the change feed: %w", err)
 	}
@@ -179,6 +181,24 @@ func (o *Office) onReport(m *nats.Msg) {
 	var r reportMessage
 	if json.Unmarshal(m.Data, &r) != nil {
 		return
+	}
+	// A box whose leaf node connected anew: while its link was down the hub's
+	// sourcing from it may have begun a back-off of up to two minutes, or be waiting
+	// for an answer lost in the cut. Set the sources up afresh, from where they
+	// were, so that its backlog comes at once.
+	o.mu.Lock()
+	last, seen := o.connects[uint32(n)]
+	o.connects[uint32(n)] = r.Connects
+	_, applying := o.running[uint32(n)]
+	o.mu.Unlock()
+	if applying && (!seen || last != r.Connects) {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := o.resetSources(ctx, uint32(n)); err != nil {
+				o.log.Debug().Err(err).Uint64("site", n).Msg("sync: set the hub's sourcing up afresh")
+			}
+		}()
 	}
 	if err := o.cfg.Store.ReportSite(uint32(n), store.SiteReport{At: o.cfg.Now(), BacklogRecords: r.BacklogRecords,
 		BacklogBytes: r.BacklogBytes, OldestUnsent: r.OldestUnsent}); err != nil {
@@ -430,9 +450,6 @@ func (o *Office) ensureSiteStreams(ctx context.Context, n uint32) (jetstream.Obj
 	}
 	cfg := info.Config
 	if len(cfg.Sources) == 0 {
-		// A copy cut off half-way is left behind when the box puts it again; a
-		// month is long enough for any picture to arrive.
-		cfg.MaxAge = 30 * 24 * time.Hour
 		cfg.Sources = []*jetstream.StreamSource{{Name: "OBJ_" + PictureBucket(n), External: ext(DeliverPrefix(n) + ".pictures")}}
 		if _, err := o.js.UpdateStream(ctx, cfg); err != nil {
 			return nil, err
@@ -478,9 +495,15 @@ func (o *Office) runSite(ctx context.Context, s store.Site) {
 			}
 			continue
 		}
+		it, err := cons.Messages(jetstream.PullMaxMessages(o.cfg.Batch))
+		if err != nil {
+			sleep(ctx, o.cfg.Poll)
+			continue
+		}
 		var pending []jetstream.Msg
 		for ctx.Err() == nil {
 			if !renew() {
+				it.Stop()
 				log.Info().Msg("sync: another office node applies this site's changes now")
 				return
 			}
@@ -489,14 +512,9 @@ func (o *Office) runSite(ctx context.Context, s store.Site) {
 				lastAck = time.Now()
 			}
 			if len(pending) < o.cfg.Batch {
-				batch, err := cons.Fetch(o.cfg.Batch-len(pending), jetstream.FetchMaxWait(time.Second))
-				if err != nil {
-					break
-				}
-				for m := range batch.Messages() {
-					pending = append(pending, m)
-				}
-				if batch.Error() != nil && !errors.Is(batch.Error(), nats.ErrTimeout) {
+				// A moment for the first, then what is there now.
+				var err error
+				if pending, err = gather(it, pending, o.cfg.Batch); err != nil {
 					pending = nil // the consumer starts again from what is not applied
 					break
 				}
@@ -516,6 +534,7 @@ func (o *Office) runSite(ctx context.Context, s store.Site) {
 				sleep(ctx, 500*time.Millisecond)
 			}
 		}
+		it.Stop()
 	}
 }
 
@@ -656,8 +675,11 @@ func (a *siteApplier) after(ctx context.Context, items []item, removed store.Rem
 			a.log.Debug().Err(err).Str("object", name).Msg("sync: delete an applied picture at the hub")
 		}
 	}
-	if s, err := a.o.js.Stream(ctx, SiteStream(a.site.Number)); err == nil && purgeBelow > 1 {
-		if err := s.Purge(ctx, jetstream.WithPurgeSequence(purgeBelow)); err != nil {
+	// The last applied message stays: the hub resumes sourcing after the message
+	// it holds (by sequence); with none it would resume by time, where clocks
+	// matter.
+	if s, err := a.o.js.Stream(ctx, SiteStream(a.site.Number)); err == nil && purgeBelow > 2 {
+		if err := s.Purge(ctx, jetstream.WithPurgeSequence(purgeBelow-1)); err != nil {
 			a.log.Debug().Err(err).Msg("sync: purge applied changes at the hub")
 		}
 	}
@@ -759,4 +781,55 @@ func (o *Office) SiteRemoved(n uint32) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.removed[n]
+}
+
+// gather appends to msgs, up to n in all, what the iterator has: the first waited
+// for a second at most, the rest as long as they come at once.
+func gather(it jetstream.MessagesContext, msgs []jetstream.Msg, n int) ([]jetstream.Msg, error) {
+	wait := time.Second
+	if len(msgs) > 0 {
+		wait = 5 * time.Millisecond
+	}
+	for len(msgs) < n {
+		m, err := it.Next(jetstream.NextMaxWait(wait))
+		if errors.Is(err, nats.ErrTimeout) {
+			return msgs, nil
+		}
+		if err != nil {
+			return msgs, err
+		}
+		msgs = append(msgs, m)
+		wait = 5 * time.Millisecond
+	}
+	return msgs, nil
+}
+
+// resetSources sets the sourcing of site n's streams at the hub up afresh: the source
+// removed and added again, which resumes it from the last message the stream holds
+// of it (the office keeps that one) without the back-off of a long outage.
+func (o *Office) resetSources(ctx context.Context, n uint32) error {
+	for _, name := range []string{SiteStream(n), "OBJ_" + PictureBucket(n)} {
+		s, err := o.js.Stream(ctx, name)
+		if err != nil {
+			return err
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		cfg := info.Config
+		sources := cfg.Sources
+		if len(sources) == 0 {
+			continue
+		}
+		cfg.Sources = nil
+		if _, err := o.js.UpdateStream(ctx, cfg); err != nil {
+			return err
+		}
+		cfg.Sources = sources
+		if _, err := o.js.UpdateStream(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	return nil
 }

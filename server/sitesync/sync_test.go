@@ -17,6 +17,7 @@ import (
 // changes and deletions; the office's users reach the box; a permission given at the
 // box to an office user lets them read the box's garden at the office.
 func TestBoxAndOffice(t *testing.T) {
+	t.Parallel()
 	hub := startHub(t, testKeys(t), filepath.Join(t.TempDir(), "hub"), nil)
 	_ = hub
 	ost := openOfficeStore(t, pgtest.NewDatabase(t))

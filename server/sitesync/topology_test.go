@@ -16,6 +16,7 @@ import (
 // own configuration: a box's stream sourced by the hub across the leaf node, the
 // office's stream read by the box, and a box's credentials confined to its subjects.
 func TestTopology(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	k := testKeys(t)
