@@ -1,0 +1,207 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/sitesync"
+	"github.com/gardend/gardend/server/sitesync/synctest"
+	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/postgres"
+)
+
+// running starts ts's Run (which runs the sync) until the test ends.
+func running(t *testing.T, ts *testServer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := ts.srv.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-ts.srv.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not start")
+	}
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// synced polls cond until it holds or 30 s pass (the sync is under way).
+func synced(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s: %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (ts *testServer) login(username, password string) string {
+	ts.tb.Helper()
+	var res struct{ Token string }
+	ts.must(http.StatusOK, "POST", "/login", "", map[string]string{"username": username, "password": password}).decode(ts.tb, &res)
+	return res.Token
+}
+
+// TestSyncTwoBoxesOneOffice: each farm's records reach the office, the office's users
+// reach both farms; a role given at farm A to an office user lets them read farm A's
+// garden at the office and at farm A, and not farm B's; a write the caller could
+// make at a record's home is 409 elsewhere, after 404 and 403; the office shows a
+// farm's beds as of its last sync.
+func TestSyncTwoBoxesOneOffice(t *testing.T) {
+	pg := postgresBackend(t)
+	ost, err := postgres.Open(context.Background(), pg.dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ost.Close() }()
+	keys, err := sitesync.LoadKeys(ost.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := synctest.StartHub(t, filepath.Join(t.TempDir(), "hub"), func(client, leaf, sd, rd string) (string, error) {
+		return sitesync.HubConfig(keys, sitesync.HubOptions{ClientListen: client, LeafListen: leaf, StoreDir: sd, ResolverDir: rd}, nil)
+	})
+	office := newTestServerOn(t, pg, func(c *server.Config) { c.Addr, c.SyncHub = "127.0.0.1:0", hub.ClientURL() })
+	running(t, office)
+	agro := office.register("agronomist")
+	box := func(name string, demo bool) *testServer {
+		_, creds, err := sitesync.AddSite(ost, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), name+".creds")
+		if err := os.WriteFile(file, creds, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ts := newTestServer(t, func(c *server.Config) {
+			c.Addr, c.SyncUplink, c.SyncCreds, c.Demo = "127.0.0.1:0", hub.LeafURL(), file, demo
+		})
+		running(t, ts)
+		return ts
+	}
+	farmA, farmB := box("farm-a", true), box("farm-b", false)
+
+	// Farm A's demo garden, and a garden at farm B.
+	demoA := farmA.login(server.DemoUsername, server.DemoPassword)
+	var gardensA []store.Garden
+	farmA.must(http.StatusOK, "GET", "/gardens", demoA, nil).decode(t, &gardensA)
+	gA := gardensA[0]
+	bobB := farmB.register("bob")
+	cB := farmB.createCompany(bobB, "Farm B")
+	gB := farmB.createGarden(bobB, cB.ID, "B field")
+
+	// The office's agronomist reaches both farms; farm A gives them a role.
+	for _, farm := range []*testServer{farmA, farmB} {
+		synced(t, "the agronomist at a farm", func() bool {
+			_, err := farm.store().UserByUsername("agronomist")
+			return err == nil
+		})
+	}
+	farmA.must(http.StatusCreated, "POST", gardenPath(gA.Company, gA.ID)+"/createPermission", demoA,
+		map[string]string{"username": "agronomist", "permission": "u"})
+	// The beds of farm A's demo garden, read there: their values go to the office.
+	farmA.must(http.StatusOK, "GET", gardenPath(gA.Company, gA.ID)+"/beds", demoA, nil)
+
+	gAo := store.Garden{ID: store.GlobalID(2, gA.ID), Company: store.GlobalID(2, gA.Company)}
+	gBo := store.Garden{ID: store.GlobalID(3, gB.ID), Company: store.GlobalID(3, gB.Company)}
+	synced(t, "farm A's role for the agronomist at the office", func() bool {
+		return office.do("GET", gardenPath(gAo.Company, gAo.ID), agro, nil).code == http.StatusOK
+	})
+	synced(t, "farm B's garden at the office", func() bool {
+		_, err := office.store().Garden(gBo.ID)
+		return err == nil
+	})
+	// Farm A's garden at the office and at farm A; not farm B's.
+	office.must(http.StatusNotFound, "GET", gardenPath(gBo.Company, gBo.ID), agro, nil)
+	agroA := farmA.login("agronomist", "pw-of-agronomist")
+	farmA.must(http.StatusOK, "GET", gardenPath(gA.Company, gA.ID), agroA, nil)
+	agroB := farmB.login("agronomist", "pw-of-agronomist")
+	farmB.must(http.StatusNotFound, "GET", gardenPath(gB.Company, gB.ID), agroB, nil)
+
+	// The beds at the office, as of farm A's last read, without a spatial server.
+	synced(t, "farm A's bed values at the office", func() bool {
+		vs, err := office.store().BedValuesOfGarden(gAo.ID)
+		beds, _ := farmA.store().BedsOfGarden(gA.ID)
+		return err == nil && len(beds) > 0 && len(vs) == len(beds)
+	})
+	res := office.must(http.StatusOK, "GET", gardenPath(gAo.Company, gAo.ID)+"/beds", agro, nil)
+	sc := bufio.NewScanner(bytes.NewReader(res.body))
+	lines := 0
+	var firstBed uint64
+	for sc.Scan() {
+		var line struct {
+			ID   uint64     `json:"id"`
+			AsOf *time.Time `json:"as_of"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		if lines == 0 {
+			firstBed = line.ID
+		}
+		lines++
+		if line.AsOf == nil || store.HomeSite(line.ID) != 2 {
+			t.Errorf("bed line at the office: %s", sc.Bytes())
+		}
+	}
+	if lines == 0 {
+		t.Fatal("no beds at the office")
+	}
+	var plants struct {
+		Plants []map[string]any `json:"plants"`
+		AsOf   *time.Time       `json:"as_of"`
+	}
+	office.must(http.StatusOK, "GET", gardenPath(gAo.Company, gAo.ID)+"/beds/"+u64(firstBed)+"/plants", agro, nil).decode(t, &plants)
+	if plants.AsOf == nil || len(plants.Plants) == 0 {
+		t.Errorf("plants at the office: %+v", plants)
+	}
+
+	// Writes: 404 and 403 first, then 409 naming the home.
+	demoO := office.login(server.DemoUsername, server.DemoPassword) // farm A's admin, replicated
+	wantHome := func(res response, what string) {
+		t.Helper()
+		if res.code != http.StatusConflict {
+			t.Fatalf("%s: %d %s, want 409", what, res.code, res.body)
+		}
+		if detail, _ := res.problem(t); !strings.Contains(detail, "is managed at site farm-a; change it there") {
+			t.Errorf("%s: %q", what, detail)
+		}
+	}
+	wantHome(office.do("DELETE", companyPath(gAo.Company), demoO, nil), "delete farm A's company at the office")
+	wantHome(office.do("POST", companyPath(gAo.Company)+"/gardens", demoO, map[string]string{"name": "x"}), "a garden in it")
+	wantHome(office.do("POST", gardenPath(gAo.Company, gAo.ID)+"/createPermission", demoO,
+		map[string]string{"username": "agronomist", "permission": "a"}), "a role in it")
+	wantHome(office.do("PUT", "/user", demoO, map[string]string{"first_name": "Renamed"}), "the farm's user renamed at the office")
+	if res := office.do("DELETE", gardenPath(gAo.Company, gAo.ID), agro, nil); res.code != http.StatusForbidden {
+		t.Errorf("a reader deletes a replica garden: %d, want 403", res.code)
+	}
+	stranger := office.register("stranger")
+	if res := office.do("DELETE", gardenPath(gAo.Company, gAo.ID), stranger, nil); res.code != http.StatusNotFound {
+		t.Errorf("a stranger deletes a replica garden: %d, want 404", res.code)
+	}
+	res = farmA.do("PUT", "/user", agroA, map[string]string{"first_name": "Renamed"})
+	if detail, _ := res.problem(t); res.code != http.StatusConflict || !strings.Contains(detail, "is managed at site office") {
+		t.Errorf("the agronomist renamed at farm A: %d %s", res.code, detail)
+	}
+	// At its home, the same write works, and reaches the office.
+	farmA.must(http.StatusOK, "PUT", "/user", demoA, map[string]string{"first_name": "Renamed"})
+	synced(t, "the rename at the office", func() bool {
+		u, err := office.store().UserByUsername(server.DemoUsername)
+		return err == nil && u.FirstName == "Renamed"
+	})
+}
