@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
 
 	"github.com/gardend/gardend/store"
@@ -141,17 +142,26 @@ func (b *Box) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the box's stream of changes: %w", err)
 	}
-	if err := b.out.Purge(ctx); err != nil {
-		return err
-	}
 	b.pics, err = b.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket: PictureBucket(n), Storage: jetstream.FileStorage, MaxBytes: b.cfg.MaxBytes,
 	})
 	if err != nil {
 		return fmt.Errorf("the box's picture bucket: %w", err)
 	}
-	if err := purgeObjects(ctx, b.js, PictureBucket(n)); err != nil {
+	// What the stream and the bucket hold stays: the feed is sent again from its
+	// start, and what they hold of it already is kept once (the stream drops a
+	// message it has by its id and answers where it is; a picture that is there is
+	// not put again). Only when the office has everything do they start empty, so
+	// that nothing acknowledged before a crash lingers.
+	if fs, err := b.cfg.Store.ChangeStats(); err != nil {
 		return err
+	} else if fs.Records == 0 {
+		if err := b.out.Purge(ctx); err != nil {
+			return err
+		}
+		if err := purgeObjects(ctx, b.js, PictureBucket(n)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -234,8 +244,10 @@ type reportMessage struct {
 	BacklogBytes   int64      `json:"backlog_bytes"`
 	OldestUnsent   *time.Time `json:"oldest_unsent,omitempty"`
 	OverLimit      bool       `json:"over_limit,omitempty"`
-	// Connects counts the times the box's leaf node connected since it started.
+	// Connects counts the times the box's leaf node connected since it started,
+	// Session names that start.
 	Connects uint64 `json:"connects"`
+	Session  string `json:"session"`
 }
 
 func (b *Box) publishLoop(ctx context.Context) {
@@ -367,8 +379,9 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (n int, last u
 		for i, f := range futures {
 			select {
 			case ack := <-f.Ok():
+				// A duplicate's answer names the message the stream has.
+				sent = append(sent, sentChange{seq: seqs[i], streamSeq: ack.Sequence})
 				if !ack.Duplicate {
-					sent = append(sent, sentChange{seq: seqs[i], streamSeq: ack.Sequence})
 					fresh++
 				}
 			case err := <-f.Err():
@@ -433,11 +446,24 @@ func (b *Box) acknowledged(ctx context.Context, seq uint64) {
 	}
 	b.acked = seq
 	var purgeBelow uint64
-	i := 0
-	for ; i < len(b.sent) && b.sent[i].seq <= seq; i++ {
-		purgeBelow = b.sent[i].streamSeq + 1
+	// Below the first message of a change not acknowledged: after a restart the
+	// stream may hold such a message before copies of acknowledged ones.
+	kept := b.sent[:0]
+	var firstKept uint64
+	for _, s := range b.sent {
+		if s.seq <= seq {
+			purgeBelow = max(purgeBelow, s.streamSeq+1)
+		} else {
+			kept = append(kept, s)
+			if firstKept == 0 || s.streamSeq < firstKept {
+				firstKept = s.streamSeq
+			}
+		}
 	}
-	b.sent = b.sent[i:]
+	if firstKept > 0 {
+		purgeBelow = min(purgeBelow, firstKept)
+	}
+	b.sent = kept
 	var gone []string
 	for name, s := range b.objects {
 		if s <= seq {
@@ -579,6 +605,7 @@ func (b *Box) reportLoop(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	var connects uint64
+	session := nuid.Next()
 	connected := false
 	var last time.Time
 	for {
@@ -591,7 +618,7 @@ func (b *Box) reportLoop(ctx context.Context) {
 		if fresh || time.Since(last) >= 5*time.Second {
 			if st, err := b.Status(ctx); err == nil {
 				r := reportMessage{BacklogRecords: st.BacklogRecords, BacklogBytes: st.BacklogBytes,
-					OldestUnsent: st.OldestUnsent, OverLimit: st.OverLimit, Connects: connects}
+					OldestUnsent: st.OldestUnsent, OverLimit: st.OverLimit, Connects: connects, Session: session}
 				if data, err := json.Marshal(r); err == nil {
 					_ = b.nc.Publish(StatusSubject(b.site.Number), data) // best effort: the next one follows
 					last = time.Now()

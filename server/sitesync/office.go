@@ -54,7 +54,7 @@ type Office struct {
 	running     map[uint32]context.CancelFunc
 	names       map[uint32]string
 	removed     map[uint32]bool
-	connects    map[uint32]uint64
+	watches     map[uint32]*siteWatch
 	revoked     string
 	// Counters, for metrics.
 	applied, refused map[uint32]uint64
@@ -81,8 +81,8 @@ func StartOffice(cfg OfficeConfig) (*Office, error) {
 	}
 	o := &Office{cfg: cfg, log: cfg.Logger.With().Str("component", "sync").Logger(), keys: keys,
 		running: map[uint32]context.CancelFunc{}, names: map[uint32]string{}, removed: map[uint32]bool{},
-		connects: map[uint32]uint64{},
-		applied:  map[uint32]uint64{}, refused: map[uint32]uint64{}}
+		watches: map[uint32]*siteWatch{},
+		applied: map[uint32]uint64{}, refused: map[uint32]uint64{}}
 	if _, err := cfg.Store.StartChangeFeed(); err != nil {
 		return nil, fmt.Errorf("start the change feed: %w", err)
 	}
@@ -182,21 +182,20 @@ func (o *Office) onReport(m *nats.Msg) {
 	if json.Unmarshal(m.Data, &r) != nil {
 		return
 	}
-	// A box whose leaf node connected anew: while its link was down the hub's
-	// sourcing from it may have begun a back-off of up to two minutes, or be waiting
-	// for an answer lost in the cut. Set the sources up afresh, from where they
-	// were, so that its backlog comes at once.
-	o.mu.Lock()
-	last, seen := o.connects[uint32(n)]
-	o.connects[uint32(n)] = r.Connects
-	_, applying := o.running[uint32(n)]
-	o.mu.Unlock()
-	if applying && (!seen || last != r.Connects) {
+	// A box whose leaf node connected anew (or that restarted): while its link was
+	// down the hub's sourcing from it may have begun a back-off of up to two
+	// minutes, or be waiting for an answer lost in the cut. Set the sources up
+	// afresh, from where they were, so that its backlog comes at once. The same when
+	// its backlog has not moved for a while although it is connected: whatever
+	// stalled the sourcing, that restarts it.
+	if reason := o.watch(uint32(n), r); reason != "" {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := o.resetSources(ctx, uint32(n)); err != nil {
 				o.log.Debug().Err(err).Uint64("site", n).Msg("sync: set the hub's sourcing up afresh")
+			} else {
+				o.log.Debug().Uint64("site", n).Str("because", reason).Msg("sync: set the hub's sourcing up afresh")
 			}
 		}()
 	}
@@ -832,4 +831,51 @@ func (o *Office) resetSources(ctx context.Context, n uint32) error {
 		}
 	}
 	return nil
+}
+
+// siteWatch is what the node applying a site last heard of it.
+type siteWatch struct {
+	session   string
+	connects  uint64
+	applied   uint64
+	since     time.Time
+	lastReset time.Time
+}
+
+// stalled is how long a connected box's backlog may stay where it is before the
+// sourcing from it is set up afresh; at most once per stalled.
+const stalled = 20 * time.Second
+
+// watch reports why the hub's sourcing from site n should be set up afresh, or "".
+func (o *Office) watch(n uint32, r reportMessage) string {
+	now := time.Now()
+	cur, err := o.cfg.Store.ReplicaCursor(n)
+	if err != nil {
+		return ""
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, applying := o.running[n]; !applying {
+		delete(o.watches, n)
+		return ""
+	}
+	w, seen := o.watches[n]
+	if !seen {
+		w = &siteWatch{}
+		o.watches[n] = w
+	}
+	reason := ""
+	switch {
+	case !seen || w.session != r.Session || w.connects != r.Connects:
+		reason = "its leaf node connected"
+	case cur != w.applied || r.BacklogRecords == 0:
+		w.since = now
+	case now.Sub(w.since) > stalled && now.Sub(w.lastReset) > stalled:
+		reason = "its backlog has not moved"
+	}
+	if reason != "" {
+		w.lastReset, w.since = now, now
+	}
+	w.session, w.connects, w.applied = r.Session, r.Connects, cur
+	return reason
 }
