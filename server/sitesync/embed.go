@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -125,8 +124,3 @@ func (l natsLogger) Fatalf(format string, v ...any)  { l.log.Error().Msgf(format
 func (l natsLogger) Errorf(format string, v ...any)  { l.log.Error().Msgf(format, v...) }
 func (l natsLogger) Debugf(format string, v ...any)  { l.log.Trace().Msgf(format, v...) }
 func (l natsLogger) Tracef(format string, v ...any)  { l.log.Trace().Msgf(format, v...) }
-
-// isPermissionViolation reports a NATS permissions error text.
-func isPermissionViolation(err error) bool {
-	return err != nil && strings.Contains(strings.ToLower(err.Error()), "permissions violation")
-}
