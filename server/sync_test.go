@@ -205,3 +205,47 @@ func TestSyncTwoBoxesOneOffice(t *testing.T) {
 		return err == nil && u.FirstName == "Renamed"
 	})
 }
+
+// TestSyncUplinkDown: a box whose hub cannot be reached is ready and serves, and
+// says so in its metrics; a server without an uplink starts no NATS server and
+// records no changes.
+func TestSyncUplinkDown(t *testing.T) {
+	keys, err := sitesync.LoadKeys(func(string, int) ([]byte, error) { return bytes.Repeat([]byte{7}, 32), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, _, err := keys.SiteCreds(5, "farm-e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "e.creds")
+	if err := os.WriteFile(file, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	box := newTestServer(t, func(c *server.Config) {
+		c.Addr, c.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
+		c.SyncUplink, c.SyncCreds = "nats-leaf://127.0.0.1:1", file // nothing listens there
+	})
+	running(t, box)
+	box.must(http.StatusOK, "GET", "/readyz", "", nil)
+	token := box.register("farmer")
+	box.createCompany(token, "Farm E")
+	fam := scrape(t, http.DefaultClient, "http://"+box.srv.MetricsAddr()+"/metrics")
+	for name, want := range map[string]float64{"gardend_sync_connected": 0, "gardend_sync_backlog_records": 3} {
+		if f := fam[name]; f == nil || value(f.Metric[0]) != want {
+			t.Errorf("%s = %v, want %v", name, f, want)
+		}
+	}
+	if f := fam["gardend_sync_oldest_unsent_timestamp_seconds"]; f == nil || value(f.Metric[0]) <= 0 {
+		t.Errorf("gardend_sync_oldest_unsent_timestamp_seconds = %v", f)
+	}
+
+	plain := newTestServer(t)
+	plain.createCompany(plain.register("alice"), "A")
+	if _, err := os.Stat(filepath.Join(plain.cfg.DataDir, "nats")); err == nil {
+		t.Error("a server without an uplink made a NATS directory")
+	}
+	if st, err := plain.store().ChangeStats(); err != nil || st.On || st.Records != 0 {
+		t.Errorf("a server without an uplink records changes: %+v, %v", st, err)
+	}
+}

@@ -202,3 +202,67 @@ var (
 	_ = bolt.Open
 	_ = postgres.Open
 )
+
+// TestWeekOffline (GARDEND_SYNC_WEEK=1; minutes long): a box offline for a simulated
+// week makes 100,000 changes and 200 MiB of pictures, then the link comes back; the
+// office converges to exactly the box's records. Time and bytes on the wire are
+// logged.
+func TestWeekOffline(t *testing.T) {
+	if os.Getenv("GARDEND_SYNC_WEEK") == "" {
+		t.Skip("set GARDEND_SYNC_WEEK=1 to run the week offline (minutes, ~1 GiB of disk)")
+	}
+	hub, ost := officeWithHub(t)
+	proxy := synctest.NewProxy(t, strings.TrimPrefix(hub.LeafURL(), "nats-leaf://"))
+	startOffice(t, hub, ost, "office-1")
+	b := newBoxStore(t)
+	b.join(t, ost, "farm-a", "nats-leaf://"+proxy.Addr())
+	converge(t, 30*time.Second, b, ost)
+	proxy.Cut()
+	start := time.Now()
+	owner := must[store.User](t)(b.st.CreateUser(store.NewUser{Username: "owner", FirstName: "O", LastName: "W", PasswordHash: "h"}))
+	changes := 1
+	const companies = 2000
+	var gardens []store.Garden
+	var beds []store.Bed
+	for i := range companies {
+		c := must[store.Company](t)(b.st.CreateCompany(owner.ID, "c"+strconv.Itoa(i)))
+		g := must[store.Garden](t)(b.st.CreateGarden(c.ID, "g"))
+		gardens = append(gardens, g)
+		changes += 3
+		for j := range 5 {
+			beds = append(beds, must[store.Bed](t)(b.st.CreateBed(g.ID, "p-"+strconv.Itoa(i)+"-"+strconv.Itoa(j), "")))
+			changes++
+		}
+	}
+	// Pictures: 100 of 2 MiB, some gardens getting a new one later in the week.
+	pictureBytes := 0
+	for i := range 100 {
+		g := gardens[(i*7)%len(gardens)]
+		path, _, err := b.images.PutImage(context.Background(), g.ID, bytes.NewReader(randomBytes(2<<20)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.st.SetGardenImage(g.ID, path, corners); err != nil {
+			t.Fatal(err)
+		}
+		pictureBytes += 2 << 20
+		changes++
+	}
+	// The robot's readings: the beds' values change through the week.
+	for changes < 100_000 {
+		bed := beds[changes%len(beds)]
+		if err := b.st.PutBedValues(store.BedValues{Bed: bed.ID, Garden: bed.Garden, At: time.Now(),
+			Data: []byte(`{"bed":{"soil_humidity":` + strconv.Itoa(changes%100) + `}}`)}); err != nil {
+			t.Fatal(err)
+		}
+		changes++
+	}
+	stats, _ := b.st.ChangeStats()
+	t.Logf("offline: %d changes (%d in the feed after the box compacted it while full, if it was), %d MiB of pictures, made in %v",
+		changes, stats.Records, pictureBytes>>20, time.Since(start).Round(time.Second))
+	up0, down0 := proxy.Up.Load(), proxy.Down.Load()
+	proxy.Restore()
+	took := converge(t, 15*time.Minute, b, ost)
+	t.Logf("link back: converged in %v; %d MiB up, %d KiB down", took.Round(time.Second),
+		(proxy.Up.Load()-up0)>>20, (proxy.Down.Load()-down0)>>10)
+}
