@@ -340,19 +340,73 @@ func (p *Pool) Enqueue(jobs []store.CloudJob) {
 	}
 }
 
-// QueueCloud queues the download of one cloud of bed, if it needs one (a viewer
-// asked for a cloud that is not kept).
-func (p *Pool) QueueCloud(b spatial.Bed, cloudUUID string) {
-	_, jobs, err := p.Coords(b, false)
-	if err != nil {
-		p.log.Error().Err(err).Str("project", b.ProjectUUID).Msg("read plant positions")
-		return
-	}
-	var mine []store.CloudJob
-	for _, j := range jobs {
-		if j.Cloud == cloudUUID {
-			mine = append(mine, j)
+// Why Fetch could not make a cloud kept.
+var (
+	// ErrQueued: the cloud's position is not computed yet; its download is queued,
+	// and keeps the file too.
+	ErrQueued = errors.New("its point cloud is not downloaded yet; it is queued, ask again in a few seconds")
+	// ErrDownloadFailed: the download ran out of attempts; a request after
+	// Config.Rearm queues it again.
+	ErrDownloadFailed = errors.New("the download of its point cloud failed; it is tried again later")
+	// ErrNoPosition: nothing can place the cloud (no transform for its frame, a bad
+	// origin), so it is never downloaded.
+	ErrNoPosition = errors.New("its point cloud cannot be placed on the map (no transform for its frame), so it is not downloaded")
+)
+
+// Fetch makes the cloud of a plant of bed kept, as a viewer asks for it. A cloud
+// whose position is computed is kept unless the budget evicted it (or another node
+// downloaded it): then it is fetched again, and Fetch waits for it until ctx ends. A
+// cloud without a position is queued (ErrQueued): its job keeps the file with the
+// position. The decision is the file's, never the position's: a position computed
+// long ago says nothing about a file still being there.
+func (p *Pool) Fetch(ctx context.Context, b spatial.Bed, cloudUUID string) error {
+	var in store.CloudInputs
+	ok := false
+	for _, pl := range b.Plants {
+		if pl.Cloud != nil && pl.Cloud.UUID == cloudUUID {
+			in, ok = Inputs(b, pl)
+			break
 		}
 	}
-	p.Enqueue(mine)
+	if !ok {
+		return ErrNoPosition
+	}
+	state, err := p.store.CloudState(b.ProjectUUID)
+	if err != nil {
+		return err
+	}
+	if _, fresh := state.Fresh(cloudUUID, in); fresh {
+		return p.Keep(ctx, b.ProjectUUID, cloudUUID)
+	}
+	now := p.now()
+	if state.NeedsJob(cloudUUID, in, now, p.cfg.Rearm) {
+		p.Enqueue([]store.CloudJob{{Project: b.ProjectUUID, Cloud: cloudUUID, CloudInputs: in}})
+		return ErrQueued
+	}
+	if j, ok := state.Jobs[cloudUUID]; ok && j.Failed {
+		return ErrDownloadFailed
+	}
+	return ErrQueued
+}
+
+// Evicted returns the clouds of bed whose position is computed from the inputs the
+// spatial server reports now and whose file is not kept here: evicted by the budget,
+// or downloaded by another node. (A cloud without such a position is queued or
+// failed; its job keeps the file with the position.)
+func (p *Pool) Evicted(b spatial.Bed) ([]string, error) {
+	state, err := p.store.CloudState(b.ProjectUUID)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, pl := range b.Plants {
+		in, ok := Inputs(b, pl)
+		if !ok {
+			continue
+		}
+		if _, fresh := state.Fresh(pl.Cloud.UUID, in); fresh && !p.files.Kept(b.ProjectUUID, pl.Cloud.UUID) {
+			out = append(out, pl.Cloud.UUID)
+		}
+	}
+	return out, nil
 }
