@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -93,7 +92,7 @@ func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) error {
 	defer closeStore()
 
 	res, err := plantmap.Import(cmd.Context(), plantmap.Options{
-		Dump: dump, MediaDir: o.media, DryRun: o.dryRun, Store: st, Images: images, Progress: bar.draw,
+		Dump: dump, MediaDir: o.media, SpoolDir: spoolDir(o.global.dataDir), DryRun: o.dryRun, Store: st, Images: images, Progress: bar.draw,
 	})
 	bar.finish()
 	if res != nil {
@@ -112,6 +111,16 @@ func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("import: %w", err)
 	}
 	return nil
+}
+
+// spoolDir is where the import's images wait for the write: the data directory, on
+// the disk they go to, when there is one (the system's temporary directory may be
+// memory).
+func spoolDir(dataDir string) string {
+	if st, err := os.Stat(dataDir); err == nil && st.IsDir() {
+		return dataDir
+	}
+	return ""
 }
 
 // openDump opens the dump file, or standard input for "-"; size is 0 when unknown.
@@ -191,8 +200,8 @@ type contentImages struct {
 	content store.ImageContent
 }
 
-func (c contentImages) Put(data []byte) (string, error) {
-	rel, _, err := c.content.PutImage(c.ctx, 0, bytes.NewReader(data))
+func (c contentImages) PutFrom(r io.Reader) (string, error) {
+	rel, _, err := c.content.PutImage(c.ctx, 0, r)
 	return rel, err
 }
 
