@@ -190,9 +190,9 @@ func TestFinitePLYFileChanged(t *testing.T) {
 	}
 }
 
-// TestFinitePLYMemory: streaming a 16 MiB cloud allocates a few chunks, not the cloud.
+// TestFinitePLYMemory: streaming an 8 MiB cloud allocates a few chunks, not the cloud.
 func TestFinitePLYMemory(t *testing.T) {
-	file := plyBytes(t, randomCloud(9, 1024, 820, 0.25)) // 16.4 MB
+	file := plyBytes(t, randomCloud(9, 1024, 410, 0.25)) // 8.4 MB
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	st, err := StatPLY(bytes.NewReader(file))
