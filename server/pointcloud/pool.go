@@ -48,11 +48,13 @@ type Pool struct {
 	watchers map[int]func(Event)
 	nextW    int
 
-	// Refills of clouds other nodes downloaded (refill.go): in progress by
-	// project|0|cloud, at most Workers at once, under base (Run's context while it runs).
-	refills     map[string]*refill
-	refillSlots chan struct{}
-	base        context.Context
+	// Refills of clouds not kept here (refill.go): in progress by project|0|cloud,
+	// under base (Run's context while it runs).
+	refills map[string]*refill
+	base    context.Context
+	// clouds holds a slot for every cloud in memory (a job's, a refill's): at most
+	// Workers at once, each up to the spatial client's largest message.
+	clouds chan struct{}
 }
 
 // Event is the outcome of one attempt at a job.
@@ -80,13 +82,24 @@ func NewPool(st Store, source Source, files *Files, cfg Config, now func() time.
 		idle:     make(chan struct{}),
 		watchers: map[int]func(Event){},
 
-		refills:     map[string]*refill{},
-		refillSlots: make(chan struct{}, cfg.WithDefaults().Workers),
-		base:        context.Background(),
+		refills: map[string]*refill{},
+		base:    context.Background(),
+		clouds:  make(chan struct{}, cfg.WithDefaults().Workers),
 	}
 }
 
 func jobKey(project, cloud string) string { return project + "\x00" + cloud }
+
+// holdCloud takes a slot for a cloud in memory, waiting until ctx ends; call the
+// result to give it back.
+func (p *Pool) holdCloud(ctx context.Context) (release func(), err error) {
+	select {
+	case p.clouds <- struct{}{}:
+		return func() { <-p.clouds }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
 
 // Run dispatches due jobs to the workers until ctx ends; a job in progress then is
 // abandoned as it was (its attempt is not counted), the workers are waited for and the
