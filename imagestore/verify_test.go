@@ -117,9 +117,13 @@ func largePNG(t testing.TB, w, h int) []byte {
 	zw := zlib.NewWriter(&z)
 	row := make([]byte, 1+w*8)
 	for range h {
-		zw.Write(row)
+		if _, err := zw.Write(row); err != nil {
+			t.Fatal(err)
+		}
 	}
-	zw.Close()
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for data := z.Bytes(); len(data) > 0; {
 		n := min(len(data), 1<<16)
 		chunk("IDAT", data[:n])

@@ -50,7 +50,9 @@ func TestEvictedCloudServedAgain(t *testing.T) {
 	scenePath := ss.garden + "/beds/" + u64(ss.beds[0]) + "/3d-scene/"
 	scene := func() map[string]string {
 		var sc sceneAnswer
-		json.Unmarshal(g.must(200, "GET", scenePath, ss.token, nil), &sc)
+		if err := json.Unmarshal(g.must(200, "GET", scenePath, ss.token, nil), &sc); err != nil {
+			t.Fatal(err)
+		}
 		urls := map[string]string{}
 		for _, sp := range sc.Plants {
 			urls[sp.GeometryUUID] = sp.URL
@@ -70,7 +72,9 @@ func TestEvictedCloudServedAgain(t *testing.T) {
 			PointCloud string `json:"pointcloud"`
 		}
 	}
-	json.Unmarshal(g.must(200, "GET", ss.garden+"/beds/"+u64(ss.beds[0])+"/plants", ss.token, nil), &listing)
+	if err := json.Unmarshal(g.must(200, "GET", ss.garden+"/beds/"+u64(ss.beds[0])+"/plants", ss.token, nil), &listing); err != nil {
+		t.Fatal(err)
+	}
 	if len(listing.Plants) <= i || listing.Plants[i].PointCloud != "stored" {
 		t.Fatalf("plant %d after the eviction: %+v", i, listing.Plants)
 	}

@@ -48,7 +48,9 @@ func TestSignedPLYConcurrentHeapBounded(t *testing.T) {
 	ss.g.streamBeds(ss.garden, ss.token)
 	ss.g.waitClouds()
 	var sc sceneAnswer
-	json.Unmarshal(ss.g.must(200, "GET", ss.garden+"/beds/"+u64(ss.beds[0])+"/3d-scene/", ss.token, nil), &sc)
+	if err := json.Unmarshal(ss.g.must(200, "GET", ss.garden+"/beds/"+u64(ss.beds[0])+"/3d-scene/", ss.token, nil), &sc); err != nil {
+		t.Fatal(err)
+	}
 	if len(sc.Plants) == 0 {
 		t.Fatal("no cloud in the scene")
 	}
@@ -73,7 +75,7 @@ func TestSignedPLYConcurrentHeapBounded(t *testing.T) {
 				errs <- err.Error()
 				return
 			}
-			defer res.Body.Close()
+			defer func() { _ = res.Body.Close() }() // read to the end below
 			h := sha256.New()
 			n, err := io.Copy(h, res.Body)
 			if res.StatusCode != 200 || err != nil || [sha256.Size]byte(h.Sum(nil)) != want {

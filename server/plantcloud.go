@@ -76,7 +76,7 @@ func (s *Server) handlePlantPointCloud(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	h := w.Header()
 	if t, ok := mapTransformHeader(plant.Cloud); ok {
 		h.Set("Gardend-Transform", t)

@@ -77,7 +77,7 @@ func (s *Server) handleSignedPLY(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }() // read only
 	h.Set("Content-Type", pointcloud.ContentType)
 	h.Set("Cache-Control", "private, max-age="+strconv.FormatInt(max(0, int64(expires.Sub(s.cfg.Now())/time.Second)), 10))
 	s.serveCloud(w, r, v)

@@ -91,7 +91,7 @@ func (m *Media) open(name string) (*os.File, fs.FileInfo, error) {
 		err = fmt.Errorf("its image file %s in %s changed while it was opened", name, m.dir)
 	}
 	if err != nil {
-		f.Close()
+		_ = f.Close() // read only: nothing to lose
 		return nil, nil, err
 	}
 	return f, st, nil
@@ -123,7 +123,7 @@ func (m *Media) LoadImage(name string, out io.Writer) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing to lose
 	if st.Size() > MaxImageFileBytes {
 		return Image{}, fmt.Errorf("its image file %s is larger than %d MiB", name, MaxImageFileBytes>>20)
 	}

@@ -197,7 +197,11 @@ func writeLargePNG(t *testing.T, path string, w, h int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() {
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
 	chunk := func(typ string, data []byte) {
 		b := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
 		b = append(append(b, typ...), data...)

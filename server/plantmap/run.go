@@ -122,14 +122,14 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer media.Close()
+	defer func() { _ = media.Close() }() // a directory read only
 	spool := ""
 	if !o.DryRun {
 		// ".tmp-": backups leave it out, should the import die before removing it.
 		if spool, err = os.MkdirTemp(o.SpoolDir, ".tmp-import-images-"); err != nil {
 			return nil, fmt.Errorf("image spool: %w", err)
 		}
-		defer os.RemoveAll(spool)
+		defer func() { _ = os.RemoveAll(spool) }() // best effort: backups skip .tmp- anyway
 	}
 	images, err := loadImages(ctx, conv, plan.NewGardensWithImage(conv.Import), media, spool, res, progress)
 	if err != nil {
@@ -170,7 +170,7 @@ func putImage(images Images, file string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	return images.PutFrom(f)
 }
 
@@ -255,7 +255,7 @@ func spoolImage(media *Media, name, spool string) (Image, error) {
 		err = &spoolError{fmt.Errorf("image spool: %w", w.err)}
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		_ = os.Remove(f.Name()) // the spool goes as a whole anyway
 		return Image{}, err
 	}
 	img.File = f.Name()

@@ -158,7 +158,9 @@ func TestOpenView(t *testing.T) {
 			t.Fatal(err)
 		}
 		data, err := io.ReadAll(v)
-		v.Close()
+		if err := v.Close(); err != nil {
+			t.Fatal(err)
+		}
 		if err != nil || int64(len(data)) != v.Size {
 			t.Fatalf("%s: %d bytes of %d (%v)", tc.cloud, len(data), v.Size, err)
 		}

@@ -65,7 +65,7 @@ func (f *Files) Centre(project, cloudUUID string) (mean [3]float64, ok bool) {
 	if err != nil {
 		return mean, false
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }() // read only
 	path, _ := f.Path(project, cloudUUID)
 	s, err := f.stats(path, file, st)
 	return s.Mean, err == nil && s.MeanOK
@@ -100,7 +100,7 @@ func (f *Files) OpenView(project, cloudUUID string) (*View, error) {
 	path, _ := f.Path(project, cloudUUID)
 	s, err := f.stats(path, file, st)
 	if err != nil {
-		file.Close()
+		_ = file.Close() // read only
 		return nil, err
 	}
 	v := &View{Size: st.Size(), ModTime: st.ModTime(), file: file}
@@ -110,7 +110,7 @@ func (f *Files) OpenView(project, cloudUUID string) (*View, error) {
 	}
 	rd, size, err := cloud.FinitePLY(file, s.Finite)
 	if err != nil {
-		file.Close()
+		_ = file.Close() // read only
 		return nil, err
 	}
 	v.ReadSeeker, v.Size = &startEnd{r: rd, size: size}, size
