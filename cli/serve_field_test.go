@@ -44,6 +44,7 @@ func TestServeFieldFlagErrors(t *testing.T) {
 		{"body timeout", []string{"--body-timeout", "0"}, nil, "--body-timeout must be positive"},
 		{"body min rate", nil, map[string]string{"GARDEND_BODY_MIN_RATE": "0"}, "--body-min-rate must be at least 1"},
 		{"max uploads", []string{"--max-uploads", "0"}, nil, "--max-uploads must be at least 1"},
+		{"max cloud responses", []string{"--max-cloud-responses", "0"}, nil, "--max-cloud-responses must be at least 1"},
 		{"max conns", []string{"--max-conns", "0"}, nil, "--max-conns must be at least 1"},
 		{"max conns per addr", nil, map[string]string{"GARDEND_MAX_CONNS_PER_ADDR": "-3"}, "--max-conns-per-addr must be at least 1"},
 		{"cors origin without scheme", []string{"--cors-origins", "plantmap.example"}, nil, `CORS origin "plantmap.example": give scheme://host[:port]`},

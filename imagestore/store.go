@@ -75,6 +75,20 @@ func (s *Store) Put(data []byte) (rel string, err error) {
 	return p.Commit()
 }
 
+// PutFrom stores everything r yields under a new random name and returns its image
+// path, as Put does, streaming.
+func (s *Store) PutFrom(r io.Reader) (rel string, err error) {
+	p, err := s.Create()
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(p, r); err != nil {
+		p.Abort()
+		return "", err
+	}
+	return p.Commit()
+}
+
 // Pending is an image file being written, under a temporary name that Sweep deletes
 // should the process die. Write fills it; Commit gives it its final name; Abort
 // deletes it. A Pending is used by one goroutine.

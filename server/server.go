@@ -108,6 +108,9 @@ type Config struct {
 	BodyMinRate     int64
 	BodyBufferBytes int64
 	MaxUploads      int
+	// MaxCloudResponses point-cloud files are sent at once, a quarter of them to one
+	// client address (cloudslots.go); 503 beyond. Default DefaultMaxCloudResponses.
+	MaxCloudResponses int
 	// Open connections (connlimit.go): MaxConns in all, MaxConnsPerAddr from one
 	// client address (an IPv6 /64); the per-address cap is off with TrustProxy.
 	MaxConns        int
@@ -230,6 +233,7 @@ type Server struct {
 	spatial    *spatial.Client
 	clouds     *pointcloud.Pool
 	cloudFiles *pointcloud.Files
+	cloudSlots *cloudSlots
 	demo       *demoSpatial
 	// signer signs the URLs of kept point clouds.
 	signer urlSigner
@@ -312,6 +316,8 @@ func newServer(cfg Config) (*Server, error) {
 		pw:      store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
 		ready:   make(chan struct{}),
 		cap:     newCapacity(&cfg),
+
+		cloudSlots: newCloudSlots(cfg.MaxCloudResponses),
 
 		metrics: m,
 		pingDB:  shared(st.Ping),
