@@ -24,14 +24,14 @@ const (
 type capacity struct {
 	slots   chan struct{}
 	uploads chan struct{}
-	bodies  bodyBudget
+	bodies  *bodyBudget
 }
 
 func newCapacity(cfg *Config) *capacity {
 	return &capacity{
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
 		uploads: make(chan struct{}, cfg.MaxUploads),
-		bodies:  bodyBudget{max: cfg.BodyBufferBytes},
+		bodies:  newBodyBudget(cfg.BodyBufferBytes, cfg.MaxBodyBytes),
 	}
 }
 

@@ -173,3 +173,121 @@ func TestBodyBudget(t *testing.T) {
 		}
 	}
 }
+
+// arrivingBody hands out a body in the chunks it is given, checking at every read
+// that finds nothing left what the budget holds for it; it then signals asked and
+// blocks until the test sends more (or closes chunks: the end).
+type arrivingBody struct {
+	t       *testing.T
+	budget  *bodyBudget
+	chunks  chan []byte
+	asked   chan struct{}
+	pending []byte
+	arrived int64
+}
+
+func (b *arrivingBody) Read(p []byte) (int, error) {
+	if len(b.pending) == 0 {
+		// What is charged now is for bytes that came: at most twice them beyond the
+		// free buffer, and nothing for a body of which nothing came.
+		if used := b.budget.used.Load(); used > max(0, 2*b.arrived-bodyFreeBytes) {
+			b.t.Errorf("%d bytes charged after %d arrived", used, b.arrived)
+		}
+		b.asked <- struct{}{}
+		chunk, ok := <-b.chunks
+		if !ok {
+			return 0, io.EOF
+		}
+		b.pending = chunk
+	}
+	n := copy(p, b.pending)
+	b.pending = b.pending[n:]
+	b.arrived += int64(n)
+	return n, nil
+}
+
+// TestBodyBudgetChargesArrivals: a body declaring 1 MiB is charged only as its bytes
+// come, and the whole charge is given back once it has been handled.
+func TestBodyBudgetChargesArrivals(t *testing.T) {
+	s := newInternalServer(t, nil)
+	body := &arrivingBody{t: t, budget: s.cap.bodies, chunks: make(chan []byte), asked: make(chan struct{})}
+	var got int
+	h := s.bufferBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = len(b)
+	}))
+	req := httptest.NewRequest("POST", "/login", body)
+	req.ContentLength = 1 << 20
+	done := make(chan struct{})
+	go func() { h.ServeHTTP(httptest.NewRecorder(), req); close(done) }()
+	<-body.asked
+	if used := s.cap.bodies.used.Load(); used != 0 {
+		t.Fatalf("%d bytes charged for a body of which nothing came", used)
+	}
+	for sent := 0; sent < 1<<20; {
+		chunk := make([]byte, min(700, 1<<20-sent))
+		body.chunks <- chunk
+		sent += len(chunk)
+		<-body.asked
+	}
+	if used := s.cap.bodies.used.Load(); used != 1<<20+1-bodyFreeBytes {
+		t.Errorf("%d bytes charged for 1 MiB read", used)
+	}
+	close(body.chunks)
+	<-done
+	if used := s.cap.bodies.used.Load(); got != 1<<20 || used != 0 {
+		t.Fatalf("the handler read %d bytes; %d still charged", got, used)
+	}
+}
+
+// TestBodyBudgetShares: one client address holds at most its share of the budget
+// (here an eighth of 64 KiB: bodies trickled from one address cannot take the whole);
+// the next body from it is 503 while another address's is read.
+func TestBodyBudgetShares(t *testing.T) {
+	s := newInternalServer(t, func(c *Config) { c.BodyBufferBytes, c.MaxBodyBytes = 64<<10, 4<<10 })
+	if s.cap.bodies.perAddr != 8<<10 {
+		t.Fatalf("share %d", s.cap.bodies.perAddr)
+	}
+	h := s.bufferBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+	}))
+	post := func(remote string, body io.Reader, length int64) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/x", body)
+		req.RemoteAddr, req.ContentLength = remote, length
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	// A body of 7 KiB from 192.0.2.1 whose last bytes do not come yet: its buffer
+	// grew to 7 KiB + 1, 6 KiB + 1 of it charged.
+	held := &arrivingBody{t: t, budget: s.cap.bodies, chunks: make(chan []byte), asked: make(chan struct{})}
+	done := make(chan *httptest.ResponseRecorder)
+	go func() { done <- post("192.0.2.1:1000", held, 7<<10) }()
+	<-held.asked
+	for _, n := range []int{1 << 10, 1 << 10, 2 << 10, 2<<10 - 1} {
+		held.chunks <- make([]byte, n)
+		<-held.asked
+	}
+	if used := s.cap.bodies.used.Load(); used != 6<<10+1 {
+		t.Fatalf("%d charged", used)
+	}
+	three := strings.Repeat("x", 3<<10) // charges 2 KiB + 1
+	if rec := post("192.0.2.1:1001", strings.NewReader(three), 3<<10); rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("a second body from the address beyond its share: %d", rec.Code)
+	}
+	if rec := post("[2001:db8::1]:1000", strings.NewReader(three), 3<<10); rec.Code != http.StatusOK {
+		t.Errorf("a body from another address: %d %s", rec.Code, rec.Body)
+	}
+	if rec := post("192.0.2.1:1002", strings.NewReader(`{"small":1}`), 11); rec.Code != http.StatusOK {
+		t.Errorf("a small body from the address at its share: %d %s", rec.Code, rec.Body)
+	}
+	held.chunks <- []byte("x")
+	<-held.asked
+	close(held.chunks)
+	if rec := <-done; rec.Code != http.StatusOK {
+		t.Fatalf("the held body: %d %s", rec.Code, rec.Body)
+	}
+	if used, addrs := s.cap.bodies.used.Load(), len(s.cap.bodies.byAddr); used != 0 || addrs != 0 {
+		t.Fatalf("%d bytes, %d addresses still charged", used, addrs)
+	}
+}
