@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 	"time"
+
+	"github.com/gardend/gardend/server/metrics"
 )
 
 // slotClass says which scarce resource a route takes while its handler runs.
@@ -84,4 +86,19 @@ func (s *Server) takeUploadSlot() (release func(), err error) {
 	default:
 		return nil, errUploadsBusy
 	}
+}
+
+// capacityFigures is what each limit holds now, for the metrics (the public /readyz
+// does not show them).
+func (s *Server) capacityFigures() metrics.Capacity {
+	c := metrics.Capacity{
+		RequestSlots: len(s.cap.slots), RequestSlotsLimit: cap(s.cap.slots),
+		BodyBytes: s.cap.bodies.used.Load(), BodyBytesLimit: s.cap.bodies.max,
+		Uploads: len(s.cap.uploads), UploadsLimit: cap(s.cap.uploads),
+		ConnectionsLimit: s.cfg.MaxConns,
+	}
+	if lim := s.conns.Load(); lim != nil {
+		c.Connections, _ = lim.saturated()
+	}
+	return c
 }

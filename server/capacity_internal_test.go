@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -54,18 +55,31 @@ func (g *gate) handler(then func(w http.ResponseWriter, r *http.Request)) http.H
 	})
 }
 
-// readyzOf calls /readyz's handler and decodes the answer.
+// readyzOf asks the admin socket's /readyz (every check, with its figures) and
+// checks that the public /readyz says the same with names only.
 func readyzOf(t *testing.T, s *Server) (int, map[string]string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	s.adminHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	var doc readiness
 	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
 		t.Fatalf("readyz body %q: %v", rec.Body, err)
 	}
 	checks := map[string]string{"": doc.Status}
+	var failing []string
 	for name, c := range doc.Checks {
 		checks[name] = c.Status + ": " + c.Detail
+		if c.Status != "ok" && !c.Optional {
+			failing = append(failing, name)
+		}
+	}
+	slices.Sort(failing)
+
+	pub := httptest.NewRecorder()
+	s.Handler().ServeHTTP(pub, httptest.NewRequest("GET", "/readyz", nil))
+	want, _ := json.Marshal(publicReadiness{Status: doc.Status, Failing: failing})
+	if pub.Code != rec.Code || strings.TrimSpace(pub.Body.String()) != string(want) {
+		t.Fatalf("public readyz %d %s beside the admin socket's %d %s", pub.Code, pub.Body, rec.Code, rec.Body)
 	}
 	return rec.Code, checks
 }

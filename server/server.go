@@ -225,10 +225,12 @@ type Server struct {
 	tlsConfig     *tls.Config
 	// spatial and clouds are nil without a spatial data server; cloudFiles are the
 	// kept point clouds.
-	spatial    *spatial.Client
-	clouds     *pointcloud.Pool
-	cloudFiles *pointcloud.Files
-	demo       *demoSpatial
+	spatial *spatial.Client
+	// spatialDown: the last spatial check failed (checkSpatial logs the changes).
+	spatialDown atomic.Bool
+	clouds      *pointcloud.Pool
+	cloudFiles  *pointcloud.Files
+	demo        *demoSpatial
 	// signer signs the URLs of kept point clouds.
 	signer urlSigner
 	// demoGarden is the demo garden's path, set by Run before Ready.
