@@ -25,14 +25,14 @@ const (
 // bodies read ahead of a slot.
 type capacity struct {
 	slots   chan struct{}
-	uploads chan struct{}
+	uploads *uploadSlots
 	bodies  *bodyBudget
 }
 
 func newCapacity(cfg *Config) *capacity {
 	return &capacity{
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
-		uploads: make(chan struct{}, cfg.MaxUploads),
+		uploads: newUploadSlots(cfg.MaxUploads, cfg.BodyMinRate),
 		bodies:  newBodyBudget(cfg.BodyBufferBytes, cfg.MaxBodyBytes),
 	}
 }
@@ -40,8 +40,6 @@ func newCapacity(cfg *Config) *capacity {
 var (
 	errBusy = &apiError{status: http.StatusServiceUnavailable, retryAfter: time.Second,
 		detail: "the server is at its limit of concurrent requests; retry shortly"}
-	errUploadsBusy = &apiError{status: http.StatusServiceUnavailable, retryAfter: time.Second,
-		detail: "the server is at its limit of concurrent image uploads; retry shortly"}
 )
 
 // requestSlot runs next in a request slot, or answers 503 at once when all are taken:
@@ -78,23 +76,13 @@ func (s *Server) releaseSlot(r *http.Request) {
 	}
 }
 
-// takeUploadSlot reserves one of MaxUploads upload slots; call the result to free it.
-func (s *Server) takeUploadSlot() (release func(), err error) {
-	select {
-	case s.cap.uploads <- struct{}{}:
-		return func() { <-s.cap.uploads }, nil
-	default:
-		return nil, errUploadsBusy
-	}
-}
-
 // capacityFigures is what each limit holds now, for the metrics (the public /readyz
 // does not show them).
 func (s *Server) capacityFigures() metrics.Capacity {
 	c := metrics.Capacity{
 		RequestSlots: len(s.cap.slots), RequestSlotsLimit: cap(s.cap.slots),
 		BodyBytes: s.cap.bodies.used.Load(), BodyBytesLimit: s.cap.bodies.max,
-		Uploads: len(s.cap.uploads), UploadsLimit: cap(s.cap.uploads),
+		Uploads: s.cap.uploads.inUse(), UploadsLimit: s.cap.uploads.max,
 		ConnectionsLimit: s.cfg.MaxConns,
 	}
 	if lim := s.conns.Load(); lim != nil {

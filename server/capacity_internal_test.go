@@ -1,16 +1,21 @@
 package server
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -303,5 +308,118 @@ func TestBodyBudgetShares(t *testing.T) {
 	}
 	if used, addrs := s.cap.bodies.used.Load(), len(s.cap.bodies.byAddr); used != 0 || addrs != 0 {
 		t.Fatalf("%d bytes, %d addresses still charged", used, addrs)
+	}
+}
+
+// TestSlowUploadGivesWay: at the cap, an upload that has fallen behind --body-min-rate
+// since it took its slot gives it to the newcomer (408 for it); one that keeps the
+// pace, or holds its slot for less than the grace, does not.
+func TestSlowUploadGivesWay(t *testing.T) {
+	u := newUploadSlots(1, 1<<10)
+	now := time.Now()
+	for _, tc := range []struct {
+		name     string
+		age      time.Duration
+		received int64
+		behind   bool
+	}{
+		{"within the grace", uploadGrace / 2, 0, false},
+		{"silent past the grace", uploadGrace + time.Second, 0, true},
+		{"trickling", uploadGrace + 10*time.Second, 1 << 10, true},
+		{"keeping the pace", uploadGrace + 10*time.Second, 10 << 10, false},
+	} {
+		h := &uploadHold{since: now.Add(-tc.age)}
+		h.received.Store(tc.received)
+		if got := h.behind(now, u.grace, u.rate); got != tc.behind {
+			t.Errorf("%s: behind %v", tc.name, got)
+		}
+	}
+
+	// Through the handler: the first upload has sent the start of its body and
+	// stalls; its slot is as old as a minute.
+	s := newInternalServer(t, func(c *Config) { c.MaxUploads = 1 })
+	admin := registerInternal(t, s, "admin")
+	path := internalGarden(t, s, admin) + "/image"
+	stalled := &arrivingBody{t: t, budget: s.cap.bodies, chunks: make(chan []byte), asked: make(chan struct{})}
+	req := httptest.NewRequest("POST", path, stalled)
+	req.Header.Set("Authorization", "Token "+admin)
+	first := make(chan *httptest.ResponseRecorder)
+	go func() {
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		first <- rec
+	}()
+	<-stalled.asked
+	stalled.chunks <- []byte(`{"image":"data:image/png;base64,iVBO`)
+	<-stalled.asked // it holds the slot and waits for more
+	s.cap.uploads.mu.Lock()
+	if len(s.cap.uploads.held) != 1 {
+		t.Fatalf("%d slots held", len(s.cap.uploads.held))
+	}
+	s.cap.uploads.held[0].since = time.Now().Add(-time.Minute)
+	// Without a connection underneath nothing can cut its read short: the test ends
+	// it as the client would, with its next bytes.
+	s.cap.uploads.held[0].cut = func() { go func() { stalled.chunks <- []byte("R") }() }
+	s.cap.uploads.mu.Unlock()
+
+	png, err := os.ReadFile("../testdata/images/garden.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := json.Marshal(map[string]any{"image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(png),
+		"coordinates": []map[string]any{{"name": "top_left", "latitude": 52.52, "longitude": 13.40},
+			{"name": "top_right", "latitude": 52.52, "longitude": 13.41}, {"name": "bottom_left", "latitude": 52.51, "longitude": 13.40},
+			{"name": "bottom_right", "latitude": 52.51, "longitude": 13.41}}})
+	rec := httptest.NewRecorder()
+	next := httptest.NewRequest("POST", path, bytes.NewReader(doc))
+	next.Header.Set("Authorization", "Token "+admin)
+	s.Handler().ServeHTTP(rec, next)
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("the newcomer: %d %s", rec.Code, rec.Body)
+	}
+	if got := <-first; got.Code != http.StatusRequestTimeout || !strings.Contains(got.Body.String(), "gave its slot to another") {
+		t.Fatalf("the stalled upload: %d %s", got.Code, got.Body)
+	}
+	if n := s.cap.uploads.inUse(); n != 0 {
+		t.Fatalf("%d slots held after both", n)
+	}
+}
+
+// registerInternal registers username through s's handler and returns its token.
+func registerInternal(t *testing.T, s *Server, username string) string {
+	t.Helper()
+	var v struct{ Token string }
+	internalCall(t, s, "POST", "/register", "", map[string]string{
+		"username": username, "password": "pw-of-" + username, "first_name": "F", "last_name": "L"}, http.StatusCreated, &v)
+	return v.Token
+}
+
+// internalGarden creates a company and a garden as token's user; it returns the
+// garden's path.
+func internalGarden(t *testing.T, s *Server, token string) string {
+	t.Helper()
+	var c, g struct{ ID uint64 }
+	internalCall(t, s, "POST", "/companies", token, map[string]string{"name": "c"}, http.StatusCreated, &c)
+	path := "/companies/" + strconv.FormatUint(c.ID, 10) + "/gardens"
+	internalCall(t, s, "POST", path, token, map[string]string{"name": "g"}, http.StatusCreated, &g)
+	return path + "/" + strconv.FormatUint(g.ID, 10)
+}
+
+func internalCall(t *testing.T, s *Server, method, path, token string, body any, want int, out any) {
+	t.Helper()
+	doc, _ := json.Marshal(body)
+	req := httptest.NewRequest(method, path, bytes.NewReader(doc))
+	if token != "" {
+		req.Header.Set("Authorization", "Token "+token)
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != want {
+		t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+	}
+	if out != nil {
+		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -195,3 +195,55 @@ func loginToken(t *testing.T, client *http.Client, base, username, password stri
 	}
 	return tok.Token
 }
+
+// TestSilentUploadsHoldNoSlot: image uploads that declare a body and send nothing
+// took every upload slot for --body-timeout, again and again (the class of issue 15
+// item 1); they now take a slot once their body begins, and others upload meanwhile.
+func TestSilentUploadsHoldNoSlot(t *testing.T) {
+	srv, base, _ := runServer(t, server.Config{DataDir: t.TempDir(), MaxUploads: 2, BodyTimeout: time.Minute})
+	ts := &testServer{tb: t, srv: srv}
+	owner := ts.register("owner")
+	c := ts.createCompany(owner, "c")
+	path := gardenPath(c.ID, ts.createGarden(owner, c.ID, "g").ID) + "/image"
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	attacker := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+	var waiting sync.WaitGroup
+	for range 4 {
+		waiting.Add(1)
+		var once sync.Once
+		body, _ := io.Pipe() // never written
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			Got100Continue: func() { once.Do(waiting.Done) }}), "POST", base+path, body)
+		req.ContentLength = 1 << 20
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Token "+owner)
+		req.Header.Set("Expect", "100-continue")
+		go func() {
+			if res, err := attacker.Do(req); err == nil {
+				res.Body.Close()
+				t.Errorf("a silent upload was answered %s", res.Status)
+				once.Do(waiting.Done)
+			}
+		}()
+	}
+	waiting.Wait() // each is being read: it waits on its client
+
+	png := fixture(t, "garden.png")
+	doc, _ := json.Marshal(map[string]any{"image": dataURL(png), "coordinates": cornersJSON})
+	for i := range 3 {
+		req, _ := http.NewRequest("POST", base+path, bytes.NewReader(doc))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Token "+owner)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusCreated {
+			t.Fatalf("upload %d beside 4 silent ones: %s %s", i, res.Status, body)
+		}
+	}
+}
