@@ -181,9 +181,12 @@ func (c *bodyCharge) release() {
 // longer than ReadTimeout from the start of the request (the http.Server's own
 // deadline, restored once the body has been read). A client that sends more slowly is
 // cut off with 408: it cannot hold a connection, or an upload slot, by trickling.
+// Over HTTP/1.1 the connection limiter learns how the body comes (conn), so that at a
+// cap a connection whose body is behind the pace gives way (connlimit.go).
 type pacedBody struct {
 	io.ReadCloser
 	rc       *http.ResponseController
+	conn     *limitedConn // nil over HTTP/2 or without a limiter
 	start    time.Time
 	grace    time.Duration
 	rate     int64
@@ -198,6 +201,12 @@ func (s *Server) paceBody(w http.ResponseWriter, r *http.Request) {
 		grace: s.cfg.BodyTimeout, rate: s.cfg.BodyMinRate, limit: now.Add(s.cfg.ReadTimeout)}
 	if p.rc.SetReadDeadline(p.deadline()) != nil {
 		return // no connection underneath (tests through the handler): nothing to pace
+	}
+	if r.ProtoMajor == 1 {
+		if p.conn = limitedConnOf(r); p.conn != nil {
+			p.conn.bodyReceived.Store(0)
+			p.conn.bodyStart.Store(now.UnixNano())
+		}
 	}
 	r.Body = p
 }
@@ -214,10 +223,20 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 	if p.ended {
 		return p.ReadCloser.Read(b)
 	}
+	if p.conn != nil {
+		p.conn.bodyWaiting.Store(true)
+	}
 	n, err := p.ReadCloser.Read(b)
 	p.received += int64(n)
+	if p.conn != nil {
+		p.conn.bodyWaiting.Store(false)
+		p.conn.bodyReceived.Store(p.received)
+	}
 	if err != nil {
 		p.ended = true
+		if p.conn != nil {
+			p.conn.bodyStart.Store(0)
+		}
 		// The body is done (or broken): back to the request's own deadline, which the
 		// server's check for a vanished client then runs under.
 		p.rc.SetReadDeadline(p.limit)

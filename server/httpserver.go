@@ -97,6 +97,7 @@ func (s *Server) newHTTPServer(ctx context.Context, h http.Handler) *http.Server
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 		TLSConfig:         s.tlsConfig.Clone(), // ServeTLS adds its ALPN protocols to it
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       withConn, // for pacedBody to tell the connection limiter
 		ErrorLog:          newStdLogger(s.log),
 	}
 }

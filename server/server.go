@@ -411,6 +411,7 @@ func (s *Server) Run(ctx context.Context) error {
 		perAddr = 0 // every connection comes from the proxy; it limits per client
 	}
 	lim := newConnLimiter(ln, s.cfg.MaxConns, perAddr, s.log)
+	lim.bodyRate = s.cfg.BodyMinRate
 	s.conns.Store(lim)
 	hs := s.newHTTPServer(ctx, s.handler)
 	hs.ConnState = lim.track

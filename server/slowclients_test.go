@@ -143,13 +143,17 @@ func TestSlowButSteadyBodyPasses(t *testing.T) {
 // TestRunCapsConnections: Run serves through the connection limiter. Two requests
 // waiting on their bodies fill one address's cap of two; a third connection from it
 // is closed unanswered, and gets in once one of them is done. The admin socket's
-// /readyz counts them.
+// /readyz counts them. (Their bodies keep --body-min-rate, 1 B/s here, with the
+// 64 KiB they sent: else they would give way to the third at the cap.)
 func TestRunCapsConnections(t *testing.T) {
 	dir := t.TempDir()
-	_, base, _ := runServer(t, server.Config{DataDir: dir, MaxConns: 3, MaxConnsPerAddr: 2, AdminSocket: true})
+	_, base, _ := runServer(t, server.Config{DataDir: dir, MaxConns: 3, MaxConnsPerAddr: 2, AdminSocket: true, BodyMinRate: 1})
 	addr := strings.TrimPrefix(base, "http://")
-	first, _ := slowPost(t, addr, "/login", 64)
-	slowPost(t, addr, "/login", 64)
+	first, _ := slowPost(t, addr, "/login", 1<<20)
+	second, _ := slowPost(t, addr, "/login", 1<<20)
+	for _, c := range []net.Conn{first, second} {
+		io.WriteString(c, strings.Repeat(" ", 64<<10))
+	}
 
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	if res, err := client.Get(base + "/healthz"); err == nil {
