@@ -244,6 +244,27 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 	l.mu.Unlock()
 }
 
+// takeStream counts a request slot taken by an HTTP/2 stream of c as a connection of
+// c's address: false when the address is at its cap. Over HTTP/1.1 a connection holds
+// at most one slot; without this, one HTTP/2 connection could hold them all.
+func (l *connLimiter) takeStream(c *limitedConn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perAddr > 0 && l.byAddr[c.addr] >= l.perAddr {
+		return false
+	}
+	l.byAddr[c.addr]++
+	return true
+}
+
+func (l *connLimiter) giveStream(c *limitedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byAddr[c.addr]--; l.byAddr[c.addr] <= 0 {
+		delete(l.byAddr, c.addr)
+	}
+}
+
 // saturated reports the open connections and whether a new one would be refused.
 func (l *connLimiter) saturated() (open int, full bool) {
 	l.mu.Lock()

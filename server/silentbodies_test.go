@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,7 +93,8 @@ func silentBodies(t *testing.T, ctx context.Context, client *http.Client, base s
 // TestSilentBodiesHoldNoBudget is issue 15 item 1: requests that declare bodies and
 // send nothing held the body budget with their declared lengths (about 100 of them
 // made every other client's login, registration and write answer 503), over HTTP/1.1
-// with a connection each and over HTTP/2 with one TLS connection. A body is charged
+// with a connection each and over HTTP/2 with one TLS connection (now one per
+// MaxStreamsPerConn of them: a connection has no more streams). A body is charged
 // with what arrives, so they hold nothing, and everyone else's requests succeed.
 func TestSilentBodiesHoldNoBudget(t *testing.T) {
 	sizes := silentBodyLadder()
@@ -103,23 +105,29 @@ func TestSilentBodiesHoldNoBudget(t *testing.T) {
 	}{{"HTTP/1.1", false}, {"HTTP/2.0", true}} {
 		t.Run(tc.proto, func(t *testing.T) {
 			cfg := server.Config{DataDir: t.TempDir(), BodyTimeout: time.Minute, RegisterLimit: 100}
-			transport := &http.Transport{ExpectContinueTimeout: time.Minute}
-			scheme := "http"
+			scheme, perClient := "http", len(sizes)
 			if tc.tls {
 				cfg.TLSCertFile, cfg.TLSKeyFile = certFile, keyFile
-				transport.TLSClientConfig = &tls.Config{RootCAs: pool}
-				transport.ForceAttemptHTTP2 = true
-				scheme = "https"
+				scheme, perClient = "https", server.MaxStreamsPerConn
 			}
 			srv, _, _ := runServer(t, cfg)
 			base := scheme + "://" + srv.Addr()
-			attacker := &http.Client{Transport: transport}
-			defer transport.CloseIdleConnections()
-			// One connection first: over HTTP/2 every attacking stream then shares it.
-			if res, err := attacker.Get(base + "/healthz"); err != nil || res.Proto != tc.proto {
-				t.Fatalf("first request: %v %v", res, err)
-			} else {
-				res.Body.Close()
+			// Attacking clients, each with one HTTP/2 connection (made first: its streams
+			// then share it), or with a connection per request over HTTP/1.1.
+			attacker := func() *http.Client {
+				transport := &http.Transport{ExpectContinueTimeout: time.Minute}
+				if tc.tls {
+					transport.TLSClientConfig = &tls.Config{RootCAs: pool}
+					transport.ForceAttemptHTTP2 = true
+				}
+				t.Cleanup(transport.CloseIdleConnections)
+				c := &http.Client{Transport: transport}
+				if res, err := c.Get(base + "/healthz"); err != nil || res.Proto != tc.proto {
+					t.Fatalf("first request: %v %v", res, err)
+				} else {
+					res.Body.Close()
+				}
+				return c
 			}
 
 			others := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
@@ -146,9 +154,13 @@ func TestSilentBodiesHoldNoBudget(t *testing.T) {
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			conns := silentBodies(t, ctx, attacker, base, sizes)
-			if tc.tls && conns != 1 {
-				t.Fatalf("the HTTP/2 attack took %d connections, want one", conns)
+			conns, clients := 0, 0
+			for part := range slices.Chunk(sizes, perClient) {
+				conns += silentBodies(t, ctx, attacker(), base, part)
+				clients++
+			}
+			if tc.tls && conns != clients {
+				t.Fatalf("the HTTP/2 attack took %d connections, want %d", conns, clients)
 			}
 
 			var ok, total atomic.Int32
