@@ -136,7 +136,7 @@ func TestServeFieldFlagsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(ready.Body)
-	ready.Body.Close()
+	_ = ready.Body.Close()
 	if !strings.Contains(string(body), "of 4 request slots") || !strings.Contains(string(body), "of 50 connections") {
 		t.Fatalf("readyz: %s", body)
 	}
@@ -146,7 +146,7 @@ func TestServeFieldFlagsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready.Body.Close()
+	_ = ready.Body.Close()
 	if got := ready.Header.Get("Access-Control-Allow-Origin"); got != "" {
 		t.Fatalf("default --cors-origins let another origin read: %q", got)
 	}

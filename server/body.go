@@ -239,13 +239,13 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 		}
 		// The body is done (or broken): back to the request's own deadline, which the
 		// server's check for a vanished client then runs under.
-		p.rc.SetReadDeadline(p.limit)
+		_ = p.rc.SetReadDeadline(p.limit)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return n, errSlowBody(p.grace, p.rate)
 		}
 		return n, err
 	}
-	p.rc.SetReadDeadline(p.deadline())
+	_ = p.rc.SetReadDeadline(p.deadline())
 	return n, nil
 }
 

@@ -268,7 +268,7 @@ func TestBodyBudgetShares(t *testing.T) {
 		t.Fatalf("share %d", s.cap.bodies.perAddr)
 	}
 	h := s.bufferBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body)
 	}))
 	post := func(remote string, body io.Reader, length int64) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/x", body)

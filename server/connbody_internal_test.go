@@ -26,8 +26,8 @@ func TestConnLimitSilentBodies(t *testing.T) {
 	lim.bodyRate = s.cfg.BodyMinRate
 	hs := s.newHTTPServer(context.Background(), s.Handler()) // as Run serves
 	hs.ConnState = lim.track
-	go hs.Serve(lim)
-	t.Cleanup(func() { hs.Close() })
+	go func() { _ = hs.Serve(lim) }()
+	t.Cleanup(func() { _ = hs.Close() })
 	addr := ln.Addr().String()
 
 	var silent []net.Conn
@@ -36,8 +36,8 @@ func TestConnLimitSilentBodies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { c.Close() })
-		io.WriteString(c, "POST /login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 64\r\n\r\n")
+		t.Cleanup(func() { _ = c.Close() })
+		_, _ = io.WriteString(c, "POST /login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 64\r\n\r\n")
 		silent = append(silent, c)
 		waitConns(t, lim, len(silent), "waiting on a body", func(c *limitedConn) bool { return c.bodyWaiting.Load() })
 	}
@@ -47,7 +47,7 @@ func TestConnLimitSilentBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := roundTrip(c, bufio.NewReader(c), "/healthz"); err != nil {
 		t.Fatalf("a request beside two silent bodies at the cap of two: %v", err)
 	}

@@ -44,7 +44,7 @@ func dialH2Stalled(t *testing.T, addr string, pool *x509.CertPool) *h2Stalled {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
+	t.Cleanup(func() { _ = conn.Close() })
 	if conn.ConnectionState().NegotiatedProtocol != "h2" {
 		t.Fatalf("negotiated %q", conn.ConnectionState().NegotiatedProtocol)
 	}
@@ -74,7 +74,7 @@ func (c *h2Stalled) readLoop() {
 				if v, ok := f.Value(http2.SettingMaxConcurrentStreams); ok {
 					c.maxStreams = v
 				}
-				c.fr.WriteSettingsAck()
+				_ = c.fr.WriteSettingsAck()
 				c.mu.Unlock()
 			}
 		case *http2.RSTStreamFrame:
@@ -121,7 +121,7 @@ func (c *h2Stalled) open(fields [][2]string, end bool) {
 	var block bytes.Buffer
 	enc := hpack.NewEncoder(&block)
 	for _, f := range fields {
-		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}) // into a bytes.Buffer
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -185,13 +185,13 @@ func TestNonReadingClientsHoldNoSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer res.Body.Close()
+		defer func() { _ = res.Body.Close() }()
 		data, _ := io.ReadAll(res.Body)
 		return res.StatusCode, data
 	}
 	var reg struct{ Token string }
 	code, data := send("POST", "/register", "", map[string]string{"username": "mallory", "password": "pw-of-mallory", "first_name": "M", "last_name": "B"})
-	if json.Unmarshal(data, &reg); code != http.StatusCreated {
+	if err := json.Unmarshal(data, &reg); err != nil || code != http.StatusCreated {
 		t.Fatalf("register: %d %s", code, data)
 	}
 	// Mallory's own data makes an answer of 60 KiB.

@@ -58,7 +58,7 @@ func startHAProxy(t *testing.T, nodes ...string) *haproxy {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close() // for haproxy to bind; nothing else in the test takes a port meanwhile
+	_ = ln.Close() // for haproxy to bind; nothing else in the test takes a port meanwhile
 	dir := t.TempDir()
 	hp := &haproxy{base: "http://" + addr, stats: filepath.Join(dir, "stats.sock")}
 	var servers strings.Builder
@@ -98,10 +98,9 @@ backend gardend
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("haproxy's output:\n%s", out.String())
+		_ = cmd.Process.Kill()
+		if err := <-exited; t.Failed() {
+			t.Logf("haproxy ended (%v); its output:\n%s", err, out.String())
 		}
 	})
 	deadline := time.Now().Add(10 * time.Second)
@@ -132,7 +131,7 @@ func (hp *haproxy) serverStates() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	if _, err := io.WriteString(conn, "show stat\n"); err != nil {
 		return nil, err
 	}
@@ -223,35 +222,39 @@ func TestSpatialOutageBehindProxy(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s %s through haproxy: %v", method, path, err)
 		}
-		defer res.Body.Close()
+		defer func() { _ = res.Body.Close() }()
 		data, _ := io.ReadAll(res.Body)
 		return res.StatusCode, data
 	}
-	must := func(want int, method, path, token string, body any) []byte {
+	must := func(want int, method, path, token string, body, out any) {
 		t.Helper()
 		code, data := call(method, path, token, body)
 		if code != want {
 			t.Fatalf("%s %s: %d %s, want %d", method, path, code, data, want)
 		}
-		return data
+		if out != nil {
+			if err := json.Unmarshal(data, out); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+		}
 	}
-	must(http.StatusCreated, "POST", "/register", "", map[string]string{"username": "ann", "password": "pw-of-ann", "first_name": "A", "last_name": "N"})
+	must(http.StatusCreated, "POST", "/register", "", map[string]string{"username": "ann", "password": "pw-of-ann", "first_name": "A", "last_name": "N"}, nil)
 	login := map[string]string{"username": "ann", "password": "pw-of-ann"}
 	var tok struct{ Token string }
-	json.Unmarshal(must(http.StatusOK, "POST", "/login", "", login), &tok)
+	must(http.StatusOK, "POST", "/login", "", login, &tok)
 	var company, garden struct{ ID uint64 }
-	json.Unmarshal(must(http.StatusCreated, "POST", "/companies", tok.Token, map[string]string{"name": "farm"}), &company)
-	json.Unmarshal(must(http.StatusCreated, "POST", companyPath(company.ID)+"/gardens", tok.Token, map[string]string{"name": "garden"}), &garden)
+	must(http.StatusCreated, "POST", "/companies", tok.Token, map[string]string{"name": "farm"}, &company)
+	must(http.StatusCreated, "POST", companyPath(company.ID)+"/gardens", tok.Token, map[string]string{"name": "garden"}, &garden)
 	gp := gardenPath(company.ID, garden.ID)
 	var bed struct{ ID uint64 }
-	json.Unmarshal(must(http.StatusCreated, "POST", gp+"/beds", tok.Token, map[string]string{"uuid": ds.ProjectUUIDs()[0]}), &bed)
+	must(http.StatusCreated, "POST", gp+"/beds", tok.Token, map[string]string{"uuid": ds.ProjectUUIDs()[0]}, &bed)
 	png, err := os.ReadFile("../testdata/images/garden.png")
 	if err != nil {
 		t.Fatal(err)
 	}
 	must(http.StatusCreated, "POST", gp+"/image", tok.Token, map[string]any{
-		"image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(png), "coordinates": cornersJSON})
-	must(http.StatusCreated, "POST", "/user/widgets", tok.Token, map[string]any{"layout": []int{1, 2}})
+		"image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(png), "coordinates": cornersJSON}, nil)
+	must(http.StatusCreated, "POST", "/user/widgets", tok.Token, map[string]any{"layout": []int{1, 2}}, nil)
 
 	// The spatial server dies; each node sees it (the beds answer 502, the error
 	// named in the bed's line), and haproxy checks each node several times more

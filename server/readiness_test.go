@@ -35,7 +35,7 @@ func TestReadyz(t *testing.T) {
 		t.Fatal(err)
 	}
 	down := ln.Addr().String()
-	ln.Close()
+	_ = ln.Close()
 	up := startDemoSpatial(t, demo.Generate(demo.Options{Seed: 1, Beds: 1, Plants: 2}), demo.ServerOptions{})
 
 	cases := []struct {
@@ -56,7 +56,7 @@ func TestReadyz(t *testing.T) {
 				t.Fatal(err)
 			}
 			body, _ := io.ReadAll(res.Body)
-			res.Body.Close()
+			_ = res.Body.Close()
 			if res.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"status":"ready"}` {
 				t.Fatalf("public readyz: %s %s", res.Status, body)
 			}
@@ -71,7 +71,7 @@ func TestReadyz(t *testing.T) {
 			}
 			var a readyAnswer
 			err = json.NewDecoder(res.Body).Decode(&a)
-			res.Body.Close()
+			_ = res.Body.Close()
 			if err != nil || res.StatusCode != http.StatusOK || a.Status != "ready" || len(a.Checks) != len(tc.checks) {
 				t.Fatalf("admin readyz: %s %+v %v", res.Status, a, err)
 			}

@@ -69,7 +69,7 @@ func silentBodies(t *testing.T, ctx context.Context, client *http.Client, base s
 			res, err := client.Do(req)
 			if err == nil {
 				// Answered before the body came: the server gave up on it at once.
-				res.Body.Close()
+				_ = res.Body.Close()
 				err = fmt.Errorf("a silent body of %d bytes was answered %s", size, res.Status)
 			}
 			if ctx.Err() == nil {
@@ -125,7 +125,7 @@ func TestSilentBodiesHoldNoBudget(t *testing.T) {
 				if res, err := c.Get(base + "/healthz"); err != nil || res.Proto != tc.proto {
 					t.Fatalf("first request: %v %v", res, err)
 				} else {
-					res.Body.Close()
+					_ = res.Body.Close()
 				}
 				return c
 			}
@@ -142,8 +142,8 @@ func TestSilentBodiesHoldNoBudget(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s: %v", method, path, err)
 				}
-				io.Copy(io.Discard, res.Body)
-				res.Body.Close()
+				_, _ = io.Copy(io.Discard, res.Body)
+				_ = res.Body.Close()
 				return res.StatusCode
 			}
 			account := map[string]string{"username": "olive", "password": "olive-password", "first_name": "O", "last_name": "G"}
@@ -200,7 +200,7 @@ func loginToken(t *testing.T, client *http.Client, base, username, password stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	var tok struct{ Token string }
 	if err := json.NewDecoder(res.Body).Decode(&tok); err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("login: %s, %v", res.Status, err)
@@ -234,7 +234,7 @@ func TestSilentUploadsHoldNoSlot(t *testing.T) {
 		req.Header.Set("Expect", "100-continue")
 		go func() {
 			if res, err := attacker.Do(req); err == nil {
-				res.Body.Close()
+				_ = res.Body.Close()
 				t.Errorf("a silent upload was answered %s", res.Status)
 				once.Do(waiting.Done)
 			}
@@ -253,7 +253,7 @@ func TestSilentUploadsHoldNoSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
+		_ = res.Body.Close()
 		if res.StatusCode != http.StatusCreated {
 			t.Fatalf("upload %d beside 4 silent ones: %s %s", i, res.Status, body)
 		}

@@ -152,7 +152,9 @@ func TestRunCapsConnections(t *testing.T) {
 	first, _ := slowPost(t, addr, "/login", 1<<20)
 	second, _ := slowPost(t, addr, "/login", 1<<20)
 	for _, c := range []net.Conn{first, second} {
-		io.WriteString(c, strings.Repeat(" ", 64<<10))
+		if _, err := io.WriteString(c, strings.Repeat(" ", 64<<10)); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -167,7 +169,7 @@ func TestRunCapsConnections(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		res, err := probe.Get(base + "/healthz")
 		if err == nil {
-			res.Body.Close()
+			_ = res.Body.Close()
 			if body := adminReadyz(t, dir); !bytes.Contains(body, []byte(`"2 of 3 connections open"`)) {
 				t.Fatalf("readyz: %s", body)
 			}
@@ -187,7 +189,7 @@ func adminReadyz(t *testing.T, dir string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	body, _ := io.ReadAll(res.Body)
 	return body
 }

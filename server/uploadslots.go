@@ -150,7 +150,7 @@ func (s *Server) takeUploadSlot(w http.ResponseWriter, r *http.Request) (release
 		return nil, err
 	}
 	rc := http.NewResponseController(w)
-	h := &uploadHold{cut: func() { rc.SetReadDeadline(time.Now()) }}
+	h := &uploadHold{cut: func() { _ = rc.SetReadDeadline(time.Now()) }}
 	if err := s.cap.uploads.take(r.Context(), h); err != nil {
 		return nil, err
 	}
