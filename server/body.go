@@ -137,22 +137,30 @@ func (c *bodyCharge) read(body io.Reader, declared int64) ([]byte, error) {
 		}
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		var (
-			big *http.MaxBytesError
-			api *apiError
-		)
 		switch {
 		case err == nil:
 		case err == io.EOF:
 			return buf, nil
-		case errors.As(err, &big), errors.As(err, &api): // 413, 408
-			return nil, err
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return nil, errBodyEnded
-		default: // the connection broke: the client's doing, not a 500
-			return nil, errBodyRead
+		default:
+			return nil, bodyReadError(err)
 		}
 	}
+}
+
+// bodyReadError is what a client learns of a failed read of its body. (Apart from
+// read, whose loop would otherwise allocate the targets of errors.As on every read.)
+func bodyReadError(err error) error {
+	var (
+		big *http.MaxBytesError
+		api *apiError
+	)
+	switch {
+	case errors.As(err, &big), errors.As(err, &api): // 413, 408
+		return err
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errBodyEnded
+	}
+	return errBodyRead // the connection broke: the client's doing, not a 500
 }
 
 // grow charges the growth of a buffer from capacity from to to, beyond bodyFreeBytes.

@@ -423,3 +423,25 @@ func internalCall(t *testing.T, s *Server, method, path, token string, body any,
 		}
 	}
 }
+
+// BenchmarkBufferBody measures reading a login's body ahead of its slot (the login
+// path's share of bufferBody).
+func BenchmarkBufferBody(b *testing.B) {
+	s, err := newForTest(b, Config{DataDir: b.TempDir(), Logger: zerolog.Nop(), Argon2: internalArgon2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	h := s.bufferBody(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	const body = `{"username":"ann","password":"pw-of-ann-123"}`
+	sr := strings.NewReader(body)
+	req := httptest.NewRequest("POST", "/login", sr)
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		sr.Reset(body)
+		r := *req
+		r.Body = io.NopCloser(sr)
+		h.ServeHTTP(w, &r)
+	}
+}
