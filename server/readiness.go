@@ -75,7 +75,7 @@ func (s *Server) checkSpatial(ctx context.Context) error {
 	err := s.spatial.Reachable(ctx)
 	if err != nil && !s.spatialDown.Swap(true) {
 		s.log.Warn().Err(err).Str("spatial", s.spatial.Addr()).
-			Msg("the spatial data server cannot be reached; beds and plants answer 502 until it can, the other routes are not affected")
+			Msg("the spatial data server cannot be reached; beds and plants answer 502 until it can")
 	} else if err == nil && s.spatialDown.Swap(false) {
 		s.log.Info().Str("spatial", s.spatial.Addr()).Msg("spatial data server reachable again")
 	}

@@ -93,7 +93,7 @@ func (s *Server) probeSpatial(ctx context.Context) {
 		}
 		s.spatialDown.Store(true) // checkSpatial logs when it is back
 		s.log.Warn().Str("spatial", s.spatial.Addr()).Err(err).
-			Msg("the spatial data server cannot be reached; beds and plants answer 502 until it can, the other routes are not affected")
+			Msg("the spatial data server cannot be reached; beds and plants answer 502 until it can")
 		return
 	}
 	s.log.Info().Str("spatial", s.spatial.Addr()).Msg("spatial data server reachable")
