@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -125,18 +126,28 @@ func TestServeFieldFlagsEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "admin.sock")); err != nil {
 		t.Fatalf("admin socket: %v", err)
 	}
-	// The capacity flags show in /readyz; by default no other origin may read.
-	req, _ := http.NewRequest("GET", base+"/readyz", nil)
-	req.Header.Set("Origin", "https://elsewhere.example")
-	ready, err := http.DefaultClient.Do(req)
+	// The capacity flags show in the admin socket's /readyz; by default no other
+	// origin may read the public one.
+	sock := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", filepath.Join(dir, "admin.sock"))
+	}}}
+	ready, err := sock.Get("http://gardend/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(ready.Body)
-	ready.Body.Close()
+	_ = ready.Body.Close()
 	if !strings.Contains(string(body), "of 4 request slots") || !strings.Contains(string(body), "of 50 connections") {
 		t.Fatalf("readyz: %s", body)
 	}
+	req, _ := http.NewRequest("GET", base+"/readyz", nil)
+	req.Header.Set("Origin", "https://elsewhere.example")
+	ready, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ready.Body.Close()
 	if got := ready.Header.Get("Access-Control-Allow-Origin"); got != "" {
 		t.Fatalf("default --cors-origins let another origin read: %q", got)
 	}

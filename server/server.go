@@ -230,11 +230,13 @@ type Server struct {
 	tlsConfig     *tls.Config
 	// spatial and clouds are nil without a spatial data server; cloudFiles are the
 	// kept point clouds.
-	spatial    *spatial.Client
-	clouds     *pointcloud.Pool
-	cloudFiles *pointcloud.Files
-	cloudSlots *cloudSlots
-	demo       *demoSpatial
+	spatial *spatial.Client
+	// spatialDown: the last spatial check failed (checkSpatial logs the changes).
+	spatialDown atomic.Bool
+	clouds      *pointcloud.Pool
+	cloudFiles  *pointcloud.Files
+	cloudSlots  *cloudSlots
+	demo        *demoSpatial
 	// signer signs the URLs of kept point clouds.
 	signer urlSigner
 	// demoGarden is the demo garden's path, set by Run before Ready.
@@ -423,6 +425,7 @@ func (s *Server) Run(ctx context.Context) error {
 		perAddr = 0 // every connection comes from the proxy; it limits per client
 	}
 	lim := newConnLimiter(ln, s.cfg.MaxConns, perAddr, s.log)
+	lim.bodyRate = s.cfg.BodyMinRate
 	s.conns.Store(lim)
 	hs := s.newHTTPServer(ctx, s.handler)
 	hs.ConnState = lim.track
