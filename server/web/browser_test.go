@@ -583,9 +583,11 @@ func absDiff(a, b uint32) uint32 {
 }
 
 // waitAdminLoaded waits until the garden's admin page has the first answers of its
-// beds and permissions lists. Each grows the page above the grant form by a table: a
-// click aimed at the form before that lands where the page has moved away from (the
-// cause of permission_grant's failures under load: chromedp clicks at coordinates).
+// beds and permissions lists. Before that the grant races them: the permissions list's
+// first answer (nobody) could arrive after the grant's and hide the new row (the page
+// now keeps the newest answer, TestAdminListsKeepTheNewestAnswer), and both answers
+// grow the page above the form by a table (287 px, ~120 ms after the form appears)
+// while chromedp clicks at coordinates.
 func waitAdminLoaded(p *page) {
 	p.t.Helper()
 	p.waitFor("the admin page's lists", `document.querySelector('main').dataset.loaded === 'true'`)
