@@ -30,6 +30,7 @@ type serveOptions struct {
 	demoLatency     time.Duration
 	metricsAddr     string
 	compatLineGap   time.Duration
+	compat          string
 	maxBeds         int
 	spatialProjects string
 	spatial         spatialOptions
@@ -64,7 +65,8 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.BoolVar(&o.demo, "demo", false, "run a demo spatial server in-process, seed a demo account, company, garden and beds, and print the credentials")
 	f.DurationVar(&o.demoLatency, "demo-latency", 0, "latency added to every call of the demo spatial server (e.g. 30ms, as a real one)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (GET /metrics) on this address of its own, e.g. 127.0.0.1:9464 (default: only on the admin socket)")
-	f.DurationVar(&o.compatLineGap, "compat-line-gap", 0, "wait this long between lines of the beds stream, for PlantMap web clients that cannot be updated (e.g. 200ms; see docs/migrating.md)")
+	f.DurationVar(&o.compatLineGap, "compat-line-gap", 0, "pause between beds-stream lines (old PlantMap client; not safe)")
+	f.StringVar(&o.compat, "compat", "", "plantmap: answer as the original server did (docs/migrating.md)")
 	f.StringVar(&o.spatialProjects, "spatial-projects", server.SpatialProjectsGardenAdmins, "who may list every project of the spatial server to register beds: garden-admins, or site-admins when tenants share one spatial server")
 	f.IntVar(&o.maxBeds, "max-beds-per-garden", server.DefaultMaxBedsPerGarden, "most beds POST …/beds lets one garden have (400 beyond; gardens with more keep them; 0: no limit)")
 	o.spatial.addFlags(f)
@@ -87,6 +89,9 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	if err := server.CheckCompatLineGap(o.compatLineGap); err != nil {
 		return err
 	}
+	if err := server.CheckCompat(o.compat); err != nil {
+		return err
+	}
 	if err := server.CheckSpatialProjects(o.spatialProjects); err != nil {
 		return err
 	}
@@ -106,6 +111,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 		Demo:             o.demo,
 		DemoLatency:      o.demoLatency,
 		CompatLineGap:    o.compatLineGap,
+		CompatPlantMap:   o.compat == server.CompatPlantMap,
 		Spatial:          o.spatial.clientConfig(),
 		Clouds:           o.spatial.cloudConfig(),
 		Logger:           log,

@@ -49,6 +49,8 @@ func TestServeFieldFlagErrors(t *testing.T) {
 		{"max conns", []string{"--max-conns", "0"}, nil, "--max-conns must be at least 1"},
 		{"max conns per addr", nil, map[string]string{"GARDEND_MAX_CONNS_PER_ADDR": "-3"}, "--max-conns-per-addr must be at least 1"},
 		{"cors origin without scheme", []string{"--cors-origins", "plantmap.example"}, nil, `CORS origin "plantmap.example": give scheme://host[:port]`},
+		{"compat mode", []string{"--compat", "django"}, nil, `--compat "django": the one compatibility mode is "plantmap"`},
+		{"compat mode env", nil, map[string]string{"GARDEND_COMPAT": "PlantMap"}, `--compat "PlantMap"`},
 		{"cert without key", []string{"--tls-cert", missing}, nil, "give both or neither"},
 		{"key without cert env", nil, map[string]string{"GARDEND_TLS_KEY": missing}, "give both or neither"},
 		{"missing cert files", []string{"--tls-cert", missing, "--tls-key", missing}, nil, missing},

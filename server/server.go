@@ -76,6 +76,9 @@ type Config struct {
 	// network read as one JSON document (compatgap.go); 0 (the default) sends each
 	// line as soon as it is ready.
 	CompatLineGap time.Duration
+	// CompatPlantMap answers as the original PlantMap server where its unchanged web
+	// client needs it (--compat plantmap, compatplantmap.go).
+	CompatPlantMap bool
 	// SpatialProjects says who may list every project of the spatial server
 	// (spatialprojects.go): SpatialProjectsGardenAdmins (the default) or
 	// SpatialProjectsSiteAdmins, for a spatial server shared by several tenants.

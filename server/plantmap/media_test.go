@@ -22,12 +22,12 @@ import (
 )
 
 // mediaDump is a dump of one company with three gardens that show the image
-// plantmaptest.ImageFile (made here: these tests need no sample data).
+// plantmaptest.GeneratedImageFile (made here: these tests need no sample data).
 func mediaDump(t *testing.T) []byte {
 	entries := []plantmaptest.Entry{{Model: "restapi.company", PK: 1, Fields: map[string]any{"name": "farm"}}}
 	for g := 1; g <= 3; g++ {
 		entries = append(entries, plantmaptest.Entry{Model: "restapi.garden", PK: g, Fields: map[string]any{
-			"name": "garden-" + strconv.Itoa(g), "company": 1, "image_path": "/workdir/django/storage/images/" + plantmaptest.ImageFile}})
+			"name": "garden-" + strconv.Itoa(g), "company": 1, "image_path": "/workdir/django/storage/images/" + plantmaptest.GeneratedImageFile}})
 		for i, corner := range []string{"top_left", "top_right", "bottom_left"} {
 			entries = append(entries, plantmaptest.Entry{Model: "restapi.coordinate", PK: 3*g + i, Fields: map[string]any{
 				"name": corner, "latitude": "52.317", "longitude": "7.630", "garden": g}})
@@ -71,7 +71,7 @@ func TestMediaOnlyRegularFiles(t *testing.T) {
 	outside := t.TempDir()
 	dir, _ := plantmaptest.SmallMedia(t)
 	real := filepath.Join(outside, "real.png")
-	data, err := os.ReadFile(filepath.Join(dir, plantmaptest.ImageFile))
+	data, err := os.ReadFile(filepath.Join(dir, plantmaptest.GeneratedImageFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestMediaOnlyRegularFiles(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(media, "inside.png"), data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := tc.make(filepath.Join(media, plantmaptest.ImageFile)); err != nil {
+			if err := tc.make(filepath.Join(media, plantmaptest.GeneratedImageFile)); err != nil {
 				t.Fatal(err)
 			}
 			res, _ := importWithin(t, media, true)
@@ -112,7 +112,7 @@ func refused(t *testing.T, res *plantmap.Result, want string) {
 	errs := messages(res, false)
 	n := 0
 	for _, m := range errs {
-		if strings.Contains(m, plantmaptest.ImageFile) && strings.Contains(m, "not a regular file ("+want+")") {
+		if strings.Contains(m, plantmaptest.GeneratedImageFile) && strings.Contains(m, "not a regular file ("+want+")") {
 			n++
 		}
 	}
@@ -135,7 +135,7 @@ func TestImportLargePNGHeapBounded(t *testing.T) {
 		side = n
 	}
 	media := t.TempDir()
-	path := filepath.Join(media, plantmaptest.ImageFile)
+	path := filepath.Join(media, plantmaptest.GeneratedImageFile)
 	writeLargePNG(t, path, side, side)
 	want, err := os.ReadFile(path)
 	if err != nil {
@@ -279,7 +279,7 @@ func TestImportRefusesCostlyConversion(t *testing.T) {
 		data[sof+10+3*i+1] = 0x11
 	}
 	media := t.TempDir()
-	if err := os.WriteFile(filepath.Join(media, plantmaptest.ImageFile), data, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(media, plantmaptest.GeneratedImageFile), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	res, _ := importWithin(t, media, true)
@@ -311,7 +311,7 @@ func TestConvertedJPEGHeapBounded(t *testing.T) {
 	}
 	m = nil
 	media := t.TempDir()
-	if err := os.WriteFile(filepath.Join(media, plantmaptest.ImageFile), b.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(media, plantmaptest.GeneratedImageFile), b.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	runtime.GC()

@@ -14,7 +14,7 @@ import (
 // waited for a writer for ever.
 func TestMediaFIFO(t *testing.T) {
 	media := t.TempDir()
-	if err := syscall.Mkfifo(filepath.Join(media, plantmaptest.ImageFile), 0o600); err != nil {
+	if err := syscall.Mkfifo(filepath.Join(media, plantmaptest.GeneratedImageFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	res, _ := importWithin(t, media, true)
