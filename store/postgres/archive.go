@@ -168,7 +168,11 @@ const importBatch = 256
 // With opts.Images the content of every garden's image is stored in the same
 // transaction, chunk by chunk.
 func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOptions) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.classify(err)
+	}
+	err = func() error {
 		if opts.Replace {
 			if _, err := tx.Exec(ctx, `TRUNCATE `+strings.Join(recordTables, ", ")+` RESTART IDENTITY`); err != nil {
 				return err
@@ -225,8 +229,14 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 			return fmt.Errorf("%w: the archive breaks the rules of the records: %s", store.ErrInvalid, strings.Join(broken, "; "))
 		}
 		return nil
-	})
-	return s.classify(err)
+	}()
+	if err != nil {
+		_ = tx.Rollback(ctx) // err says more; a failed rollback closes the connection
+		return s.classify(err)
+	}
+	// A lost answer to this COMMIT is resolved, not guessed: run again after a
+	// commit that happened, the import would find the database full.
+	return s.classify(s.commit(ctx, tx, false))
 }
 
 // recordTables are the tables of records: an import with Replace empties them all.

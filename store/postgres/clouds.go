@@ -333,8 +333,8 @@ func (s *Store) ReleaseCloudClaims(node string) (int, error) {
 		return 0, err
 	}
 	var n int
-	err := s.do(func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, `UPDATE cloud_jobs SET claimed_by = '', claim_until = NULL WHERE claimed_by = $1`, node)
+	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE cloud_jobs SET claimed_by = '', claim_until = NULL WHERE claimed_by = $1`, node)
 		n = int(tag.RowsAffected())
 		return err
 	})

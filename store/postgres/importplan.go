@@ -28,7 +28,7 @@ func (s *Store) PlanImport(in store.Import) (store.ImportPlan, error) {
 // are rare and short, so their retries cost nothing worth a lock on every table.
 func (s *Store) ApplyImport(in store.Import, expect store.ImportPlan, images map[uint64]string) (store.ImportPlan, error) {
 	var plan store.ImportPlan
-	err := s.inTx(pgx.TxOptions{IsoLevel: pgx.Serializable}, func(ctx context.Context, tx pgx.Tx) error {
+	err := s.inTx(context.Background(), pgx.TxOptions{IsoLevel: pgx.Serializable}, func(ctx context.Context, tx pgx.Tx) error {
 		var (
 			recs *store.ImportRecords
 			err  error

@@ -142,7 +142,7 @@ const maxTries = 5
 // operation sees one snapshot, as a bbolt View does. fn resets what it fills: it may
 // run more than once.
 func (s *Store) read(fn func(ctx context.Context, tx pgx.Tx) error) error {
-	return s.inTx(pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return s.inTx(context.Background(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
 // write runs fn in a READ COMMITTED read-write transaction. Operations that check and
@@ -150,20 +150,37 @@ func (s *Store) read(fn func(ctx context.Context, tx pgx.Tx) error) error {
 // SERIALIZABLE: a lock waits where serializable would abort and retry, and cannot
 // fail on an unrelated row that shares an index page. fn may run more than once.
 func (s *Store) write(fn func(ctx context.Context, tx pgx.Tx) error) error {
-	return s.inTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+	return s.writeCtx(context.Background(), fn)
 }
 
-func (s *Store) inTx(opts pgx.TxOptions, fn func(ctx context.Context, tx pgx.Tx) error) error {
+// writeCtx is write under parent as well as the operation deadline.
+func (s *Store) writeCtx(parent context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	return s.inTx(parent, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+}
+
+func (s *Store) inTx(parent context.Context, opts pgx.TxOptions, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	if s.observe != nil {
 		defer func(start time.Time) { s.observe(opts.AccessMode != pgx.ReadOnly, time.Since(start)) }(time.Now())
 	}
-	return s.doCtx(context.Background(), func(ctx context.Context) error {
-		return pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error { return fn(ctx, tx) })
+	return s.doCtx(parent, func(ctx context.Context) error {
+		tx, err := s.pool.BeginTx(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if err := fn(ctx, tx); err != nil {
+			_ = tx.Rollback(ctx) // fn's error says more; a failed rollback closes the connection
+			return err
+		}
+		return s.commit(ctx, tx, opts.AccessMode == pgx.ReadOnly)
 	})
 }
 
 // do runs a single statement (or a few that need no common snapshot) under the
-// operation deadline.
+// operation deadline. fn may run more than once, also after a run whose statements
+// took effect but whose answer was lost: it must be a read, or a write that leaves
+// the same state and reports the same result when applied again (an upsert, a delete
+// by key, an update to given values). Any other write goes through write, whose
+// commit is checked rather than repeated.
 func (s *Store) do(fn func(ctx context.Context) error) error {
 	return s.doCtx(context.Background(), fn)
 }
@@ -187,10 +204,21 @@ func (s *Store) doCtx(parent context.Context, fn func(ctx context.Context) error
 // may simply run again); an error that happened before anything reached the server;
 // or a session the server ended (a restart, a failover, pg_terminate_backend) or
 // that died, whose pooled connection is discarded, so the next try takes a fresh
-// one. A transaction cut off that way was rolled back. In the narrow window where a
-// commit succeeded but its answer was lost, a retry applies the write again, which
-// is what the client would do on a 503 anyway.
+// one. A transaction cut off that way before its COMMIT was sent was rolled back; one
+// whose COMMIT went out and whose answer was lost is not retried blindly: commit asks
+// the database what became of it (commit.go), and only a transaction it says was
+// aborted runs again.
 func retryable(err error) bool {
+	var (
+		unknown *commitUnknownError
+		aborted *abortedError
+	)
+	switch {
+	case errors.As(err, &unknown):
+		return false
+	case errors.As(err, &aborted):
+		return true
+	}
 	switch code := sqlState(err); {
 	case code == "40001", code == "40P01", code == "57P01", code == "57P02", code == "57P03":
 		return true
@@ -225,6 +253,10 @@ func (s *Store) classify(err error) error {
 }
 
 func unavailable(err error) bool {
+	var unknown *commitUnknownError
+	if errors.As(err, &unknown) {
+		return true
+	}
 	if code := sqlState(err); code != "" {
 		// 08: connection exception; 53: insufficient resources (too many connections,
 		// disk full); 57: operator intervention (shutdown, cannot connect now,

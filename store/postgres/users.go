@@ -239,13 +239,15 @@ func userIDByName(ctx context.Context, q querier, username string) (uint64, bool
 
 // ReplacePasswordHash swaps the user's hash for a new hash of the same password, in
 // one conditional UPDATE: only over the hash it expects, so a password change that
-// committed first wins. Tokens and the credentials generation stay.
+// committed first wins. Tokens and the credentials generation stay. A hash that is
+// the replacement already counts as replaced: replacement is freshly salted, so only
+// this call (a try whose answer was lost) can have stored it.
 func (s *Store) ReplacePasswordHash(userID uint64, old, replacement string) (bool, error) {
 	var replaced bool
 	err := s.do(func(ctx context.Context) error {
 		var exists bool
 		err := s.pool.QueryRow(ctx, `WITH u AS (
-				UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2 RETURNING id)
+				UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash IN ($2, $3) RETURNING id)
 			SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM users WHERE id = $1)`,
 			userID, old, replacement).Scan(&replaced, &exists)
 		if err == nil && !exists {
