@@ -22,6 +22,9 @@ var _ store.Archiver = (*Store)(nil)
 func (s *Store) Export(ctx context.Context, w io.Writer) error {
 	var aw *store.ArchiveWriter
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if err := unbounded(ctx, tx); err != nil {
+			return err
+		}
 		var id []byte
 		if err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE name = 'data_id'`).Scan(&id); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
@@ -173,6 +176,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 		return s.classify(err)
 	}
 	err = func() error {
+		if err := unbounded(ctx, tx); err != nil {
+			return err
+		}
 		if opts.Replace {
 			if _, err := tx.Exec(ctx, `TRUNCATE `+strings.Join(recordTables, ", ")+` RESTART IDENTITY`); err != nil {
 				return err
