@@ -58,6 +58,8 @@ type Store struct {
 	observe func(write bool, d time.Duration)
 	// created: Open found no schema and made it.
 	created bool
+	// secrets are the passwords of the connection string, scrubbed from errors.
+	secrets []string
 }
 
 var (
@@ -83,9 +85,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	explicitPool := strings.Contains(dsn, "pool_max_conns=")
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		// The parse error may quote the DSN; pgx redacts its password.
-		return nil, fmt.Errorf("%w: PostgreSQL connection string: %v", store.ErrInvalid, err)
+		// pgx quotes the string with its own, best-effort redaction: quote ours.
+		var pe *pgconn.ParseConfigError
+		if errors.As(err, &pe) {
+			pe.ConnString = RedactDSN(pe.ConnString)
+		}
+		return nil, fmt.Errorf("%w: PostgreSQL connection string: %v", store.ErrInvalid, scrubbed(err, secretsOf(dsn)))
 	}
+	secrets := secretsOf(dsn, cfg.ConnConfig.Password)
 	switch {
 	case opts.MaxConns > 0:
 		cfg.MaxConns = opts.MaxConns
@@ -109,9 +116,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open PostgreSQL pool: %w", err)
+		return nil, scrubbed(fmt.Errorf("open PostgreSQL pool: %w", err), secrets)
 	}
-	s := &Store{pool: pool, now: opts.Now, timeout: opts.OpTimeout}
+	s := &Store{pool: pool, now: opts.Now, timeout: opts.OpTimeout, secrets: secrets}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -250,12 +257,12 @@ func sqlState(err error) string {
 // store.ErrUnavailable; domain errors and anything else pass unchanged.
 func (s *Store) classify(err error) error {
 	if err == nil || !unavailable(err) {
-		return err
+		return scrubbed(err, s.secrets)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
-		return fmt.Errorf("%w: no answer within %s: %v", store.ErrUnavailable, s.timeout, err)
+		return scrubbed(fmt.Errorf("%w: no answer within %s: %v", store.ErrUnavailable, s.timeout, err), s.secrets)
 	}
-	return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	return scrubbed(fmt.Errorf("%w: %v", store.ErrUnavailable, err), s.secrets)
 }
 
 func unavailable(err error) bool {
