@@ -195,7 +195,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 			return fmt.Errorf("%w: the database holds users or companies already; import into an empty one", store.ErrConflict)
 		}
 		im := &importer{ctx: ctx, tx: tx}
-		head, err := store.ReadArchive(ctx, r, im.load)
+		head, err := store.ReadArchive(ctx, r, im.load, opts.Repaired)
 		if err != nil {
 			return err
 		}

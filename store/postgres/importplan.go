@@ -147,6 +147,9 @@ func (v importView) Usernames() ([]string, error) {
 func (v importView) UsernameFree(name string) error { return claimUsername(v.ctx, v.tx, name, 0) }
 
 func (v importView) HasBed(gardenID uint64, uuid string) (has bool, err error) {
+	if !store.CleanText(uuid) {
+		return false, nil // no bed has such a project (the import refuses it anyway)
+	}
 	err = v.tx.QueryRow(v.ctx, `SELECT EXISTS (SELECT 1 FROM beds WHERE garden_id = $1 AND project = $2)`, gardenID, uuid).Scan(&has)
 	return has, err
 }

@@ -256,6 +256,11 @@ func sqlState(err error) string {
 // classify turns errors that say the database cannot be used now into
 // store.ErrUnavailable; domain errors and anything else pass unchanged.
 func (s *Store) classify(err error) error {
+	if code := sqlState(err); code == "22021" || code == "22P05" {
+		// The rules (store.CleanText) keep such text out; should some get past them,
+		// it is the input's fault, said without the database's words.
+		return fmt.Errorf("%w: the text holds a character PostgreSQL cannot store (U+0000 or invalid UTF-8)", store.ErrInvalid)
+	}
 	if err == nil || !unavailable(err) {
 		return scrubbed(err, s.secrets)
 	}

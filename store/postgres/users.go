@@ -55,6 +55,9 @@ func (s *Store) CreateUser(in store.NewUser) (store.User, error) {
 // advisory lock on the skeleton first, so two transactions claiming lookalike names
 // run one after the other and the second sees the first's row.
 func claimUsername(ctx context.Context, tx pgx.Tx, name string, id uint64) error {
+	if !store.CleanText(name) {
+		return nil // no account has such a name (nor can PostgreSQL compare it): free, as on bbolt
+	}
 	look := store.UsernameSkeleton(name)
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "gardend-username:"+look); err != nil {
 		return err
@@ -200,6 +203,9 @@ func (s *Store) ListUsers() ([]store.User, error) {
 // normalised (an archive of an older bbolt install) whose name normalises the same.
 // All three share the name's skeleton, so one indexed query finds the candidates.
 func userIDByName(ctx context.Context, q querier, username string) (uint64, bool, error) {
+	if !store.CleanText(username) {
+		return 0, false, nil // no account has such a name (nor can PostgreSQL compare it), as on bbolt
+	}
 	normal := store.NormalizeUsername(username)
 	rows, err := q.Query(ctx, `SELECT id, username FROM users WHERE username = $1 OR username_look = $2`,
 		username, store.UsernameSkeleton(username))
