@@ -22,7 +22,7 @@ var _ store.Archiver = (*Store)(nil)
 func (s *Store) Export(ctx context.Context, w io.Writer) error {
 	var aw *store.ArchiveWriter
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if err := unbounded(ctx, tx); err != nil {
+		if err := unbounded(ctx, tx, 0); err != nil {
 			return err
 		}
 		var id []byte
@@ -176,7 +176,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 		return s.classify(err)
 	}
 	err = func() error {
-		if err := unbounded(ctx, tx); err != nil {
+		if err := unbounded(ctx, tx, lockingIdle); err != nil {
 			return err
 		}
 		if opts.Replace {

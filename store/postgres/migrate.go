@@ -79,7 +79,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	defer cancel()
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// Nodes starting together wait here for the first one's migration.
-		if err := unbounded(ctx, tx); err != nil {
+		if err := unbounded(ctx, tx, lockingIdle); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {

@@ -23,7 +23,8 @@ import (
 // Each is set when a connection opens (AfterConnect rather than start-up parameters,
 // which connection poolers may refuse), unless the DSN sets it. Export, Import and
 // migrations, which run as long as their data needs, lift them for their
-// transaction (unbounded).
+// transaction (unbounded), but for the idleness of those that lock what every node
+// needs: a restore or a migrating node that stops must not hold that for ever.
 
 // sessionLimits is the SET statement of a new connection for operations bounded by
 // opTimeout, leaving out the settings in params (the DSN's).
@@ -46,8 +47,14 @@ func sessionLimits(opTimeout time.Duration, params map[string]string) string {
 }
 
 // unbounded lifts the session limits for the rest of tx: an export, an import or a
-// migration takes as long as its data, bounded by its context.
-func unbounded(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, `SET LOCAL idle_in_transaction_session_timeout = 0; SET LOCAL lock_timeout = 0; SET LOCAL statement_timeout = 0`)
+// migration takes as long as its data, bounded by its context. idle (0: none) bounds
+// how long tx may sit idle.
+func unbounded(ctx context.Context, tx pgx.Tx, idle time.Duration) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL idle_in_transaction_session_timeout = %d; SET LOCAL lock_timeout = 0; SET LOCAL statement_timeout = 0`, idle.Milliseconds()))
 	return err
 }
+
+// lockingIdle bounds the idleness of the long transactions that lock what every node
+// needs (an import the users and companies tables, a migration the schema): their
+// client never waits long between statements, unless it stopped.
+const lockingIdle = time.Minute
