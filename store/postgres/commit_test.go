@@ -99,8 +99,13 @@ func TestLostCommitAnswer(t *testing.T) {
 			return err
 		}, `SELECT count(*) FROM meta WHERE name = 'data_id'`, "INSERT INTO meta"},
 	}
+	// Cut instead of the COMMIT, an operation simply runs again: a few show it.
+	rerun := map[string]bool{"create company": true, "create user": true, "claim downloads": true, "store an image's record": true}
 	for _, mode := range []pgtest.CutMode{pgtest.CutAfterCommit, pgtest.CutBeforeCommit} {
 		for _, o := range ops {
+			if mode == pgtest.CutBeforeCommit && !rerun[o.name] {
+				continue
+			}
 			t.Run(fmt.Sprintf("%s/%v", o.name, map[pgtest.CutMode]string{pgtest.CutAfterCommit: "after", pgtest.CutBeforeCommit: "instead of"}[mode]), func(t *testing.T) {
 				dsn := pgtest.NewDatabase(t)
 				relay, through := pgtest.NewRelay(t, dsn)
