@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -9,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/gardend/gardend/server"
@@ -131,17 +134,23 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	defer server.ReserveHashingProcs(cfg.MaxHashing)()
 	log.Info().Int("max_hashing", cfg.MaxHashing).Int64("hashing_budget_mib", server.HashingMemory(store.DefaultArgon2, cfg.MaxHashing)>>20).
 		Int64("memory_limit_mib", debug.SetMemoryLimit(-1)>>20).Str("memory_limit_from", source).Msg("memory")
-	cfg.Store, cfg.StoreCreated, err = openStore(cmd.Context(), o.global, nil, &log)
-	if err != nil {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := o.openStore(ctx, &cfg, log); err != nil {
+		if ctx.Err() != nil && cmd.Context().Err() == nil {
+			log.Info().Msg("stopped while waiting for the database")
+			return nil
+		}
 		return err
 	}
 	srv, err := server.New(cfg) // closes the store on failure
 	if err != nil {
+		if cfg.Listener != nil {
+			_ = cfg.Listener.Close()
+		}
 		return err
 	}
 	defer closeInto(&err, "the server's store", srv.Close)
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if o.demo {
 		go func() {
 			select {
@@ -166,6 +175,30 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	stop() // Run may end on its own; STOPPING=1 goes out either way
 	<-notified
 	return err
+}
+
+// openStore opens the database into cfg. A shared database that is down is waited
+// for (server.AwaitStore): the node listens at once and answers not ready until it
+// can open it, then serves on the same listener.
+func (o *serveOptions) openStore(ctx context.Context, cfg *server.Config, log zerolog.Logger) error {
+	var err error
+	if _, pg := o.global.postgresDSN(); !pg {
+		cfg.Store, cfg.StoreCreated, err = openStore(ctx, o.global, nil, &log)
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	cfg.Store, cfg.StoreCreated, err = server.AwaitStore(ctx, *cfg, ln, func(ctx context.Context) (store.Backend, bool, error) {
+		return openStore(ctx, o.global, nil, &log)
+	})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	cfg.Listener = ln
+	return nil
 }
 
 // appGardenPath turns the API path /companies/C/gardens/G into the web app's

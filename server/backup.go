@@ -106,7 +106,7 @@ func imageEntries(ctx context.Context, records string, content store.ImageConten
 			}})
 		}
 		return nil
-	})
+	}, nil) // image paths are never repaired: the text of names is no concern here
 	return out, err
 }
 

@@ -37,6 +37,9 @@ type Config struct {
 	// with any.
 	DataDir string
 	Addr    string
+	// Listener, when set, is where Run serves instead of listening on Addr (the one
+	// AwaitStore answered on while the database was down).
+	Listener net.Listener
 	// TokenTTL is the lifetime of a login token.
 	TokenTTL time.Duration
 	// CORSOrigins lists the browser origins other than the server's own that may read
@@ -381,9 +384,11 @@ func (s *Server) Addr() string {
 // Run listens on cfg.Addr and serves until ctx is cancelled, then stops accepting,
 // waits up to ShutdownTimeout for in-flight requests and returns.
 func (s *Server) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	ln, err := s.cfg.Listener, error(nil)
+	if ln == nil {
+		if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

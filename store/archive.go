@@ -52,6 +52,11 @@ type ImportOptions struct {
 	// garden then shows a missing image, as a file missing beside a bbolt database
 	// does). Nil: the content lives elsewhere, as with bbolt, which refuses it.
 	Images func(path string) (io.ReadCloser, error)
+	// Repaired, when set, hears of every field the import repaired to load it (text
+	// with control characters or invalid UTF-8, see RepairText), as it goes: such a
+	// record is loaded, not refused. It may hear of a repair in a transaction that
+	// then fails.
+	Repaired func(Repair)
 }
 
 // ArchiveHeader opens an archive.
@@ -317,18 +322,19 @@ func CheckArchived(kind string, record any) error {
 	return nil
 }
 
-// ReadArchive reads every record of r in order, decoded into its archived type and
-// checked (CheckArchived), and hands it to load: a backend's Import is this with its
-// writes. It returns the archive's header, and stops when ctx ends.
-func ReadArchive(ctx context.Context, r io.Reader, load func(kind string, record any) error) (ArchiveHeader, error) {
+// ReadArchive reads every record of r in order, decoded into its archived type,
+// its text repaired (RepairText; each repair told to repaired when it is not nil)
+// and checked (CheckArchived), and hands it to load: a backend's Import is this with
+// its writes. It returns the archive's header, and stops when ctx ends.
+func ReadArchive(ctx context.Context, r io.Reader, load func(kind string, record any) error, repaired func(Repair)) (ArchiveHeader, error) {
 	ar, err := NewArchiveReader(r)
 	if err != nil {
 		return ArchiveHeader{}, err
 	}
-	return ar.Header, ar.each(ctx, load)
+	return ar.Header, ar.each(ctx, load, repaired)
 }
 
-func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record any) error) error {
+func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record any) error, repaired func(Repair)) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -365,6 +371,12 @@ func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record
 		}
 		if err := ar.Decode(raw, rec); err != nil {
 			return err
+		}
+		for _, r := range repairArchived(rec) {
+			if repaired != nil {
+				r.Line = ar.line
+				repaired(r)
+			}
 		}
 		if err := CheckArchived(kind, rec); err != nil {
 			return ar.Invalidf("%s: %v", kind, err)

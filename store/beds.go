@@ -31,6 +31,8 @@ func (b Bed) Validate() error {
 	}
 	if utf8.RuneCountInString(b.Name) > maxNameLen {
 		v.Add("name", fmt.Sprintf("name must be at most %d characters", maxNameLen))
+	} else if msg := textProblem(b.Name); msg != "" {
+		v.Add("name", "name "+msg)
 	}
 	return v.OrNil()
 }

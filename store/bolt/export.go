@@ -176,7 +176,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 			return fmt.Errorf("%w: the store holds companies already; import into an empty one", store.ErrConflict)
 		}
 		l := newLoader(tx)
-		head, err := store.ReadArchive(ctx, r, l.load)
+		head, err := store.ReadArchive(ctx, r, l.load, opts.Repaired)
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,9 @@ var _ store.Archiver = (*Store)(nil)
 func (s *Store) Export(ctx context.Context, w io.Writer) error {
 	var aw *store.ArchiveWriter
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if err := unbounded(ctx, tx, 0); err != nil {
+			return err
+		}
 		var id []byte
 		if err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE name = 'data_id'`).Scan(&id); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
@@ -168,7 +171,14 @@ const importBatch = 256
 // With opts.Images the content of every garden's image is stored in the same
 // transaction, chunk by chunk.
 func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOptions) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.classify(err)
+	}
+	err = func() error {
+		if err := unbounded(ctx, tx, lockingIdle); err != nil {
+			return err
+		}
 		if opts.Replace {
 			if _, err := tx.Exec(ctx, `TRUNCATE `+strings.Join(recordTables, ", ")+` RESTART IDENTITY`); err != nil {
 				return err
@@ -185,7 +195,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 			return fmt.Errorf("%w: the database holds users or companies already; import into an empty one", store.ErrConflict)
 		}
 		im := &importer{ctx: ctx, tx: tx}
-		head, err := store.ReadArchive(ctx, r, im.load)
+		head, err := store.ReadArchive(ctx, r, im.load, opts.Repaired)
 		if err != nil {
 			return err
 		}
@@ -225,8 +235,14 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 			return fmt.Errorf("%w: the archive breaks the rules of the records: %s", store.ErrInvalid, strings.Join(broken, "; "))
 		}
 		return nil
-	})
-	return s.classify(err)
+	}()
+	if err != nil {
+		_ = tx.Rollback(ctx) // err says more; a failed rollback closes the connection
+		return s.classify(err)
+	}
+	// A lost answer to this COMMIT is resolved, not guessed: run again after a
+	// commit that happened, the import would find the database full.
+	return s.classify(s.commit(ctx, tx, false))
 }
 
 // recordTables are the tables of records: an import with Replace empties them all.

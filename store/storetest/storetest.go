@@ -87,6 +87,9 @@ func Run(t *testing.T, h Harness) {
 		{"ImportIntoUsedDatabase", testImportIntoUsedDatabase},
 		{"ImportValidation", testImportValidation},
 		{"ImportStalePlan", testImportStalePlan},
+		{"ControlCharacters", testControlCharacters},
+		{"ArchiveRepairsText", testArchiveRepairsText},
+		{"ImportRepairsText", testImportRepairsText},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
