@@ -177,6 +177,7 @@ type Backend interface {
 	Maintenance
 	Archiver
 	Importer
+	LogStore
 }
 
 // Importer brings another system's records in (store/importplan.go; the PlantMap
