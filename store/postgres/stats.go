@@ -120,7 +120,7 @@ var invariants = []struct{ name, query string }{
 	{"photo of another garden than its log", `SELECT 'photo ' || p.id || ': garden ' || p.garden_id || ', its log''s ' || l.garden_id FROM photos p
 		JOIN logs l ON l.id = p.log_id WHERE l.garden_id <> p.garden_id`},
 	{"log words", `SELECT 'log ' || l.id || ': words not sorted and distinct' FROM logs l
-		WHERE l.words <> ARRAY(SELECT DISTINCT w FROM unnest(l.words) w ORDER BY w COLLATE "C")`},
+		WHERE l.words <> ARRAY(SELECT DISTINCT w COLLATE "C" FROM unnest(l.words) w ORDER BY 1)`},
 	{"photo content size", `SELECT 'photo content ' || c.path || ': ' || coalesce(sum(octet_length(k.data)), 0) || ' bytes stored, size says ' || c.size
 		FROM photo_content c LEFT JOIN photo_chunks k ON k.path = c.path WHERE c.size IS NOT NULL
 		GROUP BY c.path, c.size HAVING coalesce(sum(octet_length(k.data)), 0) <> c.size`},

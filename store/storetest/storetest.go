@@ -81,6 +81,14 @@ func Run(t *testing.T, h Harness) {
 		{"ImportIntoUsedDatabase", testImportIntoUsedDatabase},
 		{"ImportValidation", testImportValidation},
 		{"ImportStalePlan", testImportStalePlan},
+		{"LogsCreate", testLogsCreate},
+		{"LogsUpdate", testLogsUpdate},
+		{"LogsDelete", testLogsDelete},
+		{"LogsList", testLogsList},
+		{"LogsListMatchesModel", testLogsListMatchesModel},
+		{"PendingTasks", testPendingTasks},
+		{"LogPhotos", testLogPhotos},
+		{"PlantIDs", testPlantIDs},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
