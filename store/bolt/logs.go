@@ -77,26 +77,24 @@ func logOf(tx *bbolt.Tx, gardenID, logID uint64) (store.ArchivedLog, error) {
 
 // putLogIndex writes (or, with del, deletes) every index entry of a.
 func putLogIndex(tx *bbolt.Tx, a store.ArchivedLog, del bool) error {
-	idx := tx.Bucket(bucketLogIndex)
+	return eachLogIndexEntry(a, func(bucket, k, v []byte) error {
+		if del {
+			return tx.Bucket(bucket).Delete(k)
+		}
+		return tx.Bucket(bucket).Put(k, v)
+	})
+}
+
+// eachLogIndexEntry hands every index entry of a to fn: its bucket, key and value.
+func eachLogIndexEntry(a store.ArchivedLog, fn func(bucket, k, v []byte) error) error {
 	suffix := logSuffix(a.At, a.ID)
 	for _, term := range logTerms(a, a.AssigneeID) {
-		k := append(termPrefix(a.Garden, term), suffix...)
-		var err error
-		if del {
-			err = idx.Delete(k)
-		} else {
-			err = idx.Put(k, present)
-		}
-		if err != nil {
+		if err := fn(bucketLogIndex, append(termPrefix(a.Garden, term), suffix...), present); err != nil {
 			return err
 		}
 	}
 	if a.Type == store.LogTask && a.Status == store.LogPending && a.AssigneeID != 0 {
-		k := taskKey(a.AssigneeID, a.At, a.ID)
-		if del {
-			return tx.Bucket(bucketTasks).Delete(k)
-		}
-		return tx.Bucket(bucketTasks).Put(k, itob(a.Garden))
+		return fn(bucketTasks, taskKey(a.AssigneeID, a.At, a.ID), itob(a.Garden))
 	}
 	return nil
 }
