@@ -333,7 +333,7 @@ func (s *Store) importPhotoContent(ctx context.Context, tx pgx.Tx, path string, 
 	if err != nil {
 		return fmt.Errorf("photo %s: %w", path, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // a reader: nothing to lose
 	if _, err := tx.Exec(ctx, `INSERT INTO photo_content (path, garden_id, created) VALUES ($1, $2, $3)`, path, gardenID, ts(s.now())); err != nil {
 		if isUnique(err) {
 			return fmt.Errorf("%w: photo content %s is named twice", store.ErrInvalid, path)
