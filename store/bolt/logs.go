@@ -269,6 +269,10 @@ func (s *Store) UpdateLog(gardenID, logID uint64, p store.LogPatch, authorize st
 	now := s.now()
 	var out store.Log
 	err := s.db.Update(func(tx *bbolt.Tx) error {
+		g, err := getGarden(tx, gardenID)
+		if err != nil {
+			return err
+		}
 		a, err := logOf(tx, gardenID, logID)
 		if err != nil {
 			return err
@@ -286,7 +290,7 @@ func (s *Store) UpdateLog(gardenID, logID uint64, p store.LogPatch, authorize st
 				return err
 			}
 		}
-		if err := checkLogRefs(tx, getGardenOrZero(tx, gardenID), &old, &next); err != nil {
+		if err := checkLogRefs(tx, g, &old, &next); err != nil {
 			return err
 		}
 		if len(store.ChangedLogFields(old, next)) == 0 {
@@ -308,11 +312,6 @@ func (s *Store) UpdateLog(gardenID, logID uint64, p store.LogPatch, authorize st
 		return err
 	})
 	return out, err
-}
-
-func getGardenOrZero(tx *bbolt.Tx, id uint64) store.Garden {
-	g, _ := getGarden(tx, id)
-	return g
 }
 
 // DeleteLog deletes a log of the garden with its photos.
