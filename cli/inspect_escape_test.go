@@ -116,3 +116,49 @@ func checkTerminalSafe(t *testing.T, what, out string) {
 		}
 	}
 }
+
+// The logbook's tables escape what gardeners type: a title may hold no control
+// character, but bidi overrides and the like pass validation.
+func TestLogTablesEscape(t *testing.T) {
+	dir := t.TempDir()
+	st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.CreateUser(store.NewUser{Username: "eve", FirstName: "E", LastName: "E", PasswordHash: "not-a-hash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.CreateCompany(u.ID, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := st.CreateGarden(c.ID, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, title, notes := store.LogHarvest, "Eve\u202eforged\u200f", "line\r\n\tforged"
+	q := &store.Quantity{Value: 1, Unit: "k\u202eg"}
+	l, err := st.CreateLog(g.ID, u.ID, store.LogPatch{Type: &typ, Title: &title, Notes: &notes, Quantity: &q}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddPhoto(g.ID, l.ID, store.Photo{ContentType: store.PhotoJPEG, Width: 4, Height: 3, Size: 10,
+		Path: "photos/0123456789abcdef0123456789abcdef.jpg", Uploader: u.ID}, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for view, says := range map[string]string{"logs": `Eve\u202eforged\u200f`, "photos": "photos/0123456789abcdef0123456789abcdef.jpg"} {
+		out, err := run(t, "", "inspect", view, "--data", dir)
+		if err != nil {
+			t.Fatalf("inspect %s: %v", view, err)
+		}
+		checkTerminalSafe(t, "inspect "+view, out)
+		if lines := strings.Count(out, "\n"); lines != 2 || !strings.Contains(out, says) {
+			t.Errorf("inspect %s:\n%s", view, out)
+		}
+		if view == "logs" && !strings.Contains(out, `k\u202eg`) {
+			t.Errorf("inspect logs: unit not escaped:\n%s", out)
+		}
+	}
+}

@@ -38,6 +38,7 @@ type serveOptions struct {
 	spatialProjects string
 	spatial         spatialOptions
 	field           fieldOptions
+	logbook         logbookOptions
 }
 
 func newServeCommand(g *globalOptions) *cobra.Command {
@@ -74,6 +75,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.IntVar(&o.maxBeds, "max-beds-per-garden", server.DefaultMaxBedsPerGarden, "most beds POST …/beds lets one garden have (400 beyond; gardens with more keep them; 0: no limit)")
 	o.spatial.addFlags(f)
 	o.field.addFlags(f)
+	o.logbook.addFlags(f)
 	markConfig(f) // every serve flag is configuration (config.go)
 	return cmd
 }
@@ -87,6 +89,9 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 		return err
 	}
 	if err := o.spatial.validate(); err != nil {
+		return err
+	}
+	if err := o.logbook.validate(); err != nil {
 		return err
 	}
 	if err := server.CheckCompatLineGap(o.compatLineGap); err != nil {
@@ -124,6 +129,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 		SpatialProjects:  o.spatialProjects,
 	}
 	o.field.apply(&cfg)
+	o.logbook.apply(&cfg)
 	limit, source, setLimit, err := memoryLimit(o.field.memoryLimit, cfg.MaxHashing)
 	if err != nil {
 		return err

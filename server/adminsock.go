@@ -128,6 +128,7 @@ var adminSocketOps = socketOps(
 	valueOp[InspectUsers](), valueOp[InspectTokens](), valueOp[InspectStats](),
 	valueOp[InspectCompanies](), valueOp[InspectGardens](), valueOp[InspectPermissions](),
 	valueOp[InspectBeds](), valueOp[InspectQueue](),
+	valueOp[InspectLogs](), valueOp[InspectPhotos](),
 	valueOp[PointCloudsSync](), downloadOp[BackupCreate](),
 )
 

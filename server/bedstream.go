@@ -54,7 +54,7 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 	for res := range s.spatial.Beds(s.spatialContext(r, g.ID), uuids) {
 		b := beds[res.Index]
 		url := plantsURL + idText(b.ID) + "/plants"
-		v := bedJSON{ID: b.ID, Plants: url}
+		v := bedJSON{ID: b.ID, Name: b.Name, Plants: url}
 		if res.Err != nil && s.skipUnknownProject(r, b.ID, b.UUID, res.Err) {
 			continue
 		}
@@ -64,7 +64,11 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 			s.log.Error().Err(err).Str("request_id", requestID(r)).Uint64("bed_id", b.ID).Msg("read plant positions")
 			v.Error = "could not read the stored plant positions; the server log has the details"
 		} else {
-			v = newBedJSON(b.ID, url, res.Bed, coords, now)
+			// The plants' ids are kept at first sight, whichever answer shows them first.
+			if err := s.keepPlantIDs(&res.Bed); err != nil {
+				s.log.Warn().Err(err).Str("request_id", requestID(r)).Uint64("bed_id", b.ID).Msg("keep plant ids")
+			}
+			v = newBedJSON(b.ID, bedName(b, &res.Bed), url, res.Bed, coords, now)
 			jobs = append(jobs, bedJobs...)
 		}
 		// One Write per line, so the stream never stops half-way through one.

@@ -30,8 +30,9 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 		Plants []plantJSON `json:"plants"`
 	}{Plants: make([]plantJSON, len(bed.Plants))}
 	status := pointcloud.Statuses(bed, before, coords, jobs)
+	name := bedName(b, &bed)
 	for i, p := range bed.Plants {
-		out.Plants[i] = newPlantJSON(b.ID, p, coords[i], now)
+		out.Plants[i] = newPlantJSON(b.ID, name, p, coords[i], now)
 		out.Plants[i].PointCloud = status[i]
 	}
 	if s.cfg.CompatPlantMap {

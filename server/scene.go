@@ -115,7 +115,7 @@ func (s *Server) handleScene(w http.ResponseWriter, r *http.Request) {
 func newScenePlant(bedID uint64, p spatial.Plant, mean [3]float64, url string, now time.Time) scenePlant {
 	sum := spatial.PlantSummary(p, now)
 	sp := scenePlant{
-		GeometryUUID: p.Cloud.UUID, MeasurementUUID: p.ID, URL: url, Name: p.Name,
+		GeometryUUID: p.Cloud.UUID, MeasurementUUID: p.Measurement, URL: url, Name: p.Name,
 		LocationDescription: bedID, Type: p.Species, Position: newScenePosition(mean),
 		Health: []sceneHealth{}, Yield: "", Status: p.Status,
 	}

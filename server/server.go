@@ -19,6 +19,7 @@ import (
 
 	"github.com/gardend/gardend/imagestore"
 	"github.com/gardend/gardend/server/metrics"
+	"github.com/gardend/gardend/server/photo"
 	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
@@ -48,6 +49,12 @@ type Config struct {
 	// MaxBodyBytes limits JSON bodies; MaxImageBytes the image upload body.
 	MaxBodyBytes  int64
 	MaxImageBytes int64
+	// Log photos (photos.go): MaxPhotoBytes limits an upload's body, MaxPhotoPixels
+	// what it may decode to (photo.Limits), PhotoStorageBytes what all photos may keep
+	// together (0: no limit; 507 beyond).
+	MaxPhotoBytes     int64
+	MaxPhotoPixels    int64
+	PhotoStorageBytes int64
 	// TrustProxy honours X-Forwarded-Proto/Host when building absolute URLs, and the
 	// last X-Forwarded-For entry as the client address (login limits).
 	TrustProxy bool
@@ -139,6 +146,7 @@ const (
 	DefaultTokenTTL      = 10 * time.Hour
 	DefaultMaxBodyBytes  = 1 << 20
 	DefaultMaxImageBytes = 64 << 20
+	DefaultMaxPhotoBytes = 16 << 20
 	// DefaultMaxBedsPerGarden: far above a farm's beds (the seed has 6), far below the
 	// thousands of made-up beds that let one tenant slow every other's listings.
 	DefaultMaxBedsPerGarden = 500
@@ -163,6 +171,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxImageBytes <= 0 {
 		c.MaxImageBytes = DefaultMaxImageBytes
+	}
+	if c.MaxPhotoBytes <= 0 {
+		c.MaxPhotoBytes = DefaultMaxPhotoBytes
+	}
+	if c.MaxPhotoPixels <= 0 {
+		c.MaxPhotoPixels = photo.DefaultMaxPixels
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
@@ -214,6 +228,12 @@ type Server struct {
 	// directory uploads stream into first (images/ itself with files).
 	images  store.ImageContent
 	uploads *imagestore.Store
+	// photos holds the log photos' bytes; photoFiles is the directory a photo
+	// streams into first (photos/ itself with files, the upload directory with a
+	// shared backend); photoWork admits one photo decode at a time (photos.go).
+	photos     store.PhotoContent
+	photoFiles *imagestore.Store
+	photoWork  chan struct{}
 	// shared is the backend when several nodes share it (nil with bbolt).
 	shared store.Shared
 	pw     *store.Passwords
@@ -314,6 +334,10 @@ func newServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	photoFiles, photos, err := openPhotos(cfg.DataDir, st)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -326,6 +350,9 @@ func newServer(cfg Config) (*Server, error) {
 		cap:     newCapacity(&cfg),
 
 		cloudSlots: newCloudSlots(cfg.MaxCloudResponses),
+		photos:     photos,
+		photoFiles: photoFiles,
+		photoWork:  make(chan struct{}, 1),
 
 		metrics: m,
 		pingDB:  shared(st.Ping),
@@ -499,6 +526,7 @@ func (s *Server) sweepTokens(ctx context.Context) {
 			}
 			if s.shared != nil {
 				s.sweepSharedImages(ctx)
+				s.sweepSharedPhotos(ctx)
 			}
 		}
 	}

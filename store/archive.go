@@ -22,8 +22,9 @@ import (
 // it: it goes beside it, read and written through ImageContent.
 
 // ArchiveFormat is the version of the archive format this build writes; it reads
-// every version from 1 on. Version 2 added the import map (KindImportMap).
-const ArchiveFormat = 2
+// every version from 1 on. Version 2 added the import map (KindImportMap); version 3
+// the logbook (KindPlantID, KindLog, KindPhoto).
+const ArchiveFormat = 3
 
 // archiveMagic is the kind of the header line.
 const archiveMagic = "gardend-archive"
@@ -81,11 +82,15 @@ const (
 	KindPosition          = "plant_position"
 	KindCloudJob          = "cloud_job"
 	KindImportMap         = "import_map"
+	KindPlantID           = "plant_id"
+	KindLog               = "log"
+	KindPhoto             = "photo"
 )
 
 // ArchiveKinds lists the kinds in the order an archive holds them.
 var ArchiveKinds = []string{KindUser, KindToken, KindWidgets, KindCompany, KindGarden,
-	KindCompanyPermission, KindGardenPermission, KindBed, KindPosition, KindCloudJob, KindImportMap}
+	KindCompanyPermission, KindGardenPermission, KindBed, KindPosition, KindCloudJob, KindImportMap,
+	KindPlantID, KindLog, KindPhoto}
 
 // ArchivedUser is a user with the password hash, which User keeps out of JSON.
 type ArchivedUser struct {
@@ -152,6 +157,43 @@ type ArchivedPermission struct {
 type ArchivedBed struct {
 	Bed
 	Garden uint64 `json:"garden"`
+}
+
+// ArchivedLog is a log as stored: user ids instead of usernames, no photo list (each
+// photo names its log) and no bed_removed (which follows from the beds).
+type ArchivedLog struct {
+	ID         uint64    `json:"id"`
+	Garden     uint64    `json:"garden"`
+	Type       LogType   `json:"type"`
+	Title      string    `json:"title"`
+	Notes      string    `json:"notes,omitempty"`
+	At         time.Time `json:"at"`
+	Bed        *uint64   `json:"bed,omitempty"`
+	Plant      *string   `json:"plant,omitempty"`
+	Quantity   *Quantity `json:"quantity,omitempty"`
+	AssigneeID uint64    `json:"assignee_id,omitempty"`
+	Status     LogStatus `json:"status"`
+	AuthorID   uint64    `json:"author_id"`
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated"`
+}
+
+// ArchivedLogOf is l in archive form.
+func ArchivedLogOf(l Log) ArchivedLog {
+	return ArchivedLog{ID: l.ID, Garden: l.Garden, Type: l.Type, Title: l.Title, Notes: l.Notes, At: l.At.UTC(),
+		Bed: l.Bed, Plant: l.Plant, Quantity: l.Quantity, AssigneeID: l.AssigneeID, Status: l.Status,
+		AuthorID: l.AuthorID, Created: l.Created.UTC(), Updated: l.Updated.UTC()}
+}
+
+// Log is the archived log as a Log, without usernames, company and photos.
+func (a ArchivedLog) Log() Log {
+	l := Log{ID: a.ID, Garden: a.Garden, Type: a.Type, Title: a.Title, Notes: a.Notes, At: a.At,
+		Bed: a.Bed, Plant: a.Plant, Quantity: a.Quantity, AssigneeID: a.AssigneeID, Status: a.Status,
+		AuthorID: a.AuthorID, Created: a.Created, Updated: a.Updated}
+	if a.AssigneeID != 0 {
+		l.Assignee = new("")
+	}
+	return l
 }
 
 // ArchiveWriter writes an archive.
@@ -307,6 +349,19 @@ func CheckArchived(kind string, record any) error {
 		return ValidateCloudKey(r.Project, r.Cloud)
 	case *CloudJob:
 		return ValidateCloudKey(r.Project, r.Cloud)
+	case *PlantID:
+		return r.Validate()
+	case *ArchivedLog:
+		if r.ID == 0 || r.AuthorID == 0 {
+			return Invalid("id", "log and author ids must not be 0")
+		}
+		// Any time in range: "a year ahead" was checked against the clock of the day.
+		return ValidateLog(r.Log(), maxLogTime)
+	case *Photo:
+		if r.ID == 0 || r.Log == 0 {
+			return Invalid("id", "photo and log ids must not be 0")
+		}
+		return r.Validate()
 	case *ImportMapEntry:
 		switch {
 		case r.Source == "" || strings.IndexByte(r.Source, 0) >= 0:
@@ -368,6 +423,12 @@ func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record
 			rec = &CloudJob{}
 		case KindImportMap:
 			rec = &ImportMapEntry{}
+		case KindPlantID:
+			rec = &PlantID{}
+		case KindLog:
+			rec = &ArchivedLog{}
+		case KindPhoto:
+			rec = &Photo{}
 		}
 		if err := ar.Decode(raw, rec); err != nil {
 			return err

@@ -190,6 +190,7 @@ type Backend interface {
 	Maintenance
 	Archiver
 	Importer
+	LogStore
 }
 
 // Importer brings another system's records in (store/importplan.go; the PlantMap

@@ -90,6 +90,14 @@ func Run(t *testing.T, h Harness) {
 		{"ControlCharacters", testControlCharacters},
 		{"ArchiveRepairsText", testArchiveRepairsText},
 		{"ImportRepairsText", testImportRepairsText},
+		{"LogsCreate", testLogsCreate},
+		{"LogsUpdate", testLogsUpdate},
+		{"LogsDelete", testLogsDelete},
+		{"LogsList", testLogsList},
+		{"LogsListMatchesModel", testLogsListMatchesModel},
+		{"PendingTasks", testPendingTasks},
+		{"LogPhotos", testLogPhotos},
+		{"PlantIDs", testPlantIDs},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
