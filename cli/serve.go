@@ -121,7 +121,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	if setLimit {
 		defer server.SetMemoryLimit(limit)()
 	}
-	defer server.ReserveHashingProcs(cfg.MaxHashing)()
+	cfg.HashingProcs = true
 	log.Info().Int("max_hashing", cfg.MaxHashing).Int64("hashing_budget_mib", server.HashingMemory(store.DefaultArgon2, cfg.MaxHashing)>>20).
 		Int64("memory_limit_mib", debug.SetMemoryLimit(-1)>>20).Str("memory_limit_from", source).Msg("memory")
 	cfg.Store, cfg.StoreCreated, err = openStore(cmd.Context(), o.global, nil, &log)

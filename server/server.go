@@ -57,6 +57,9 @@ type Config struct {
 	// together at most MaxHashing × Argon2.Memory.
 	Argon2     store.Argon2Params
 	MaxHashing int
+	// HashingProcs gives hashes Ps of their own while they run (hashing.go): for the
+	// process that serves (gardend serve); tests leave GOMAXPROCS alone.
+	HashingProcs bool
 	// AdminSocket enables the CLI's Unix socket in the data directory.
 	AdminSocket bool
 	// Demo seeds a demo account and demo data at start, and runs an in-process demo
@@ -208,6 +211,7 @@ type Server struct {
 	// shared is the backend when several nodes share it (nil with bbolt).
 	shared  store.Shared
 	pw      *store.Passwords
+	procs   *hashingProcs // nil without Config.HashingProcs
 	admin   *Admin
 	metrics *metrics.Metrics
 	// pingDB checks the database answers; shared by /readyz and Alive.
@@ -320,6 +324,13 @@ func newServer(cfg Config) (*Server, error) {
 		signer:        urlSigner{key: urlKey, now: cfg.Now, ttl: cfg.SignedURLTTL},
 
 		cloudFiles: pointcloud.NewFiles(cfg.DataDir, cfg.Clouds.MaxBytes, cfg.Logger),
+	}
+	if cfg.HashingProcs {
+		s.procs = &hashingProcs{extra: cfg.MaxHashing, linger: hashingProcsLinger, running: func() int {
+			n, _ := s.pw.Queue()
+			return n
+		}}
+		s.pw.OnHashing(s.procs.changed)
 	}
 	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
@@ -445,6 +456,9 @@ func (s *Server) Run(ctx context.Context) error {
 // Close releases the spatial client, the demo spatial server and the store. Call it
 // after Run returns.
 func (s *Server) Close() error {
+	if s.procs != nil {
+		s.procs.stop()
+	}
 	s.closeSpatial()
 	return s.store.Close()
 }
