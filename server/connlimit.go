@@ -178,19 +178,34 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 		c = nc.NetConn()
 	}
 	lc, ok := c.(*limitedConn)
-	if !ok {
+	if !ok || st == http.StateNew { // admit set the state and its time
 		return
 	}
-	lc.since.Store(time.Now().UnixNano())
-	if st == http.StateNew {
-		return
+	// since matters for idle connections (the idlest gives way) and new ones (admit
+	// set it); a busy one is never picked, so its time is not read.
+	if st == http.StateIdle {
+		lc.since.Store(time.Now().UnixNano())
 	}
-	// Under l.mu, so that leaving StateNew and forget count once between them.
-	l.mu.Lock()
-	if _, counted := l.open[lc]; counted && http.ConnState(lc.state.Swap(int32(st))) == http.StateNew {
-		l.fresh--
+	// Each request makes two changes (active, idle): between those, no lock. Only
+	// leaving StateNew changes the count of fresh connections, under l.mu, so that it
+	// and forget count once between them; forget marks a connection StateClosed.
+	for {
+		old := http.ConnState(lc.state.Load())
+		switch old {
+		case http.StateClosed:
+			return
+		case http.StateNew:
+			l.mu.Lock()
+			if _, counted := l.open[lc]; counted && http.ConnState(lc.state.Swap(int32(st))) == http.StateNew {
+				l.fresh--
+			}
+			l.mu.Unlock()
+			return
+		}
+		if lc.state.CompareAndSwap(int32(old), int32(st)) {
+			return
+		}
 	}
-	l.mu.Unlock()
 }
 
 // saturated reports the open connections and whether a new one would be refused.

@@ -279,3 +279,20 @@ func TestConnLimitUnfinishedShare(t *testing.T) {
 		t.Fatalf("%d unfinished of %d open, want 2 of 3", lim.fresh, len(lim.open))
 	}
 }
+
+// BenchmarkConnTrack is what the limiter costs each request: two state changes of a
+// kept-alive connection (active, idle), from every core at once.
+func BenchmarkConnTrack(b *testing.B) {
+	lim := newConnLimiter(nil, 1<<20, 0, zerolog.Nop())
+	b.RunParallel(func(pb *testing.PB) {
+		a, peer := net.Pipe()
+		defer a.Close()
+		defer peer.Close()
+		lc := lim.admit(a)
+		lim.track(lc, http.StateNew)
+		for pb.Next() {
+			lim.track(lc, http.StateActive)
+			lim.track(lc, http.StateIdle)
+		}
+	})
+}
