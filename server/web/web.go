@@ -32,8 +32,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/gardend/gardend/server/web/internal/pack"
 )
 
 // packed holds gz/<name>.gz for every file of static/ but the index (assets_gen.go
@@ -131,7 +129,7 @@ func New(o Options) (*App, error) {
 	page := strings.ReplaceAll(indexTemplate, "{{VERSION}}", assetsVersion)
 	page = strings.ReplaceAll(page, "{{REGISTRATION}}", reg)
 	sum := sha256Prefix([]byte(page))
-	index := newAsset(packedFile{name: pack.Index, size: len(page), sum: sum})
+	index := newAsset(packedFile{name: "index.html", size: len(page), sum: sum})
 	index.body = []byte(page)
 	return &App{files: files, index: index}, nil
 }
@@ -238,8 +236,10 @@ func (f *asset) compressed() io.ReadSeeker {
 		return f.open()
 	}
 	f.gzOnce.Do(func() {
-		if gz, err := pack.Gzip(f.body); err == nil {
-			f.gz, f.gzipSize = gz, len(gz)
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // a valid level: no error
+		if _, err := zw.Write(f.body); err == nil && zw.Close() == nil {
+			f.gz, f.gzipSize = buf.Bytes(), buf.Len()
 		}
 	})
 	if f.gz == nil {
