@@ -66,7 +66,7 @@ func (s *Server) buildHandler() http.Handler {
 		if rt.maxBody > 0 {
 			limit = rt.maxBody
 		}
-		h = s.limitBody(limit, h)
+		h = s.compressed(rt.method, rt.path, s.limitBody(limit, h))
 		r.Handler(rt.method, rt.path, withRoute(s.newRouteTag(rt.method, rt.path), h))
 		if rt.method == http.MethodGet {
 			r.Handler(http.MethodHead, rt.path, headOnly(withRoute(s.newRouteTag(http.MethodHead, rt.path), h)))

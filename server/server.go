@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,9 @@ type Config struct {
 	// together at most MaxHashing × Argon2.Memory.
 	Argon2     store.Argon2Params
 	MaxHashing int
+	// MaxCompressors bounds the answers gzip-compressed at once (compress.go); 0 takes
+	// two per core.
+	MaxCompressors int
 	// HashingProcs gives hashes Ps of their own while they run (hashing.go): for the
 	// process that serves (gardend serve); tests leave GOMAXPROCS alone.
 	HashingProcs bool
@@ -182,6 +186,10 @@ func (c *Config) setDefaults() {
 	if c.SpatialProjects == "" {
 		c.SpatialProjects = SpatialProjectsGardenAdmins
 	}
+	if c.MaxCompressors <= 0 {
+		// Two per core keep the cores busy at most; each holds about 1 MiB.
+		c.MaxCompressors = 2 * runtime.NumCPU()
+	}
 	if c.MaxBedsPerGarden == 0 {
 		c.MaxBedsPerGarden = DefaultMaxBedsPerGarden
 	}
@@ -209,11 +217,13 @@ type Server struct {
 	images  store.ImageContent
 	uploads *imagestore.Store
 	// shared is the backend when several nodes share it (nil with bbolt).
-	shared  store.Shared
-	pw      *store.Passwords
-	procs   *hashingProcs // nil without Config.HashingProcs
-	admin   *Admin
-	metrics *metrics.Metrics
+	shared store.Shared
+	pw     *store.Passwords
+	procs  *hashingProcs // nil without Config.HashingProcs
+	// compress holds the gzip writers of compressed answers (compress.go).
+	compress *compressor
+	admin    *Admin
+	metrics  *metrics.Metrics
 	// pingDB checks the database answers; shared by /readyz and Alive.
 	pingDB  func(context.Context) error
 	handler http.Handler
@@ -305,15 +315,16 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		store:   st,
-		images:  images,
-		uploads: uploads,
-		shared:  cluster,
-		pw:      store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
-		ready:   make(chan struct{}),
-		cap:     newCapacity(&cfg),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		store:    st,
+		images:   images,
+		uploads:  uploads,
+		shared:   cluster,
+		pw:       store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
+		ready:    make(chan struct{}),
+		cap:      newCapacity(&cfg),
+		compress: newCompressor(cfg.MaxCompressors),
 
 		metrics: m,
 		pingDB:  shared(st.Ping),
