@@ -3,7 +3,6 @@ package server
 import (
 	"compress/gzip"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -142,8 +141,8 @@ func (w *compressWriter) WriteHeader(code int) {
 		w.ResponseWriter.WriteHeader(code)
 	case w.status == 0:
 		w.status = code
-		if !w.candidate() {
-			w.decide(false)
+		if !w.candidate() || !w.accepts {
+			w.decide(false) // nothing to hold back for
 		} else if n, err := strconv.ParseInt(w.Header().Get("Content-Length"), 10, 64); err == nil {
 			w.decide(n >= compressMinBytes)
 		}
@@ -213,9 +212,15 @@ func (w *compressWriter) candidate() bool {
 		h.Get("Content-Encoding") != "", h.Get("Content-Range") != "", !compressibleType(h.Get("Content-Type")):
 		return false
 	}
-	h.Add("Vary", "Accept-Encoding")
+	if len(h["Vary"]) == 0 {
+		h["Vary"] = headerVaryEncoding // shared, no allocation; an Add after it copies
+	} else {
+		h.Add("Vary", "Accept-Encoding")
+	}
 	return true
 }
+
+var headerVaryEncoding = []string{"Accept-Encoding"}
 
 // decide sends the status, compressing from here on if compress and the client takes
 // it and a writer is free, then the bytes held back.
@@ -288,15 +293,18 @@ func (w *compressWriter) release() {
 	<-w.c.slots
 }
 
-// compressibleType: text that gzip shrinks.
+// compressibleType: text that gzip shrinks. (Without mime.ParseMediaType, which
+// allocates: this runs on every answer.)
 func compressibleType(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return false
-	}
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(mt)
 	switch {
-	case strings.HasPrefix(mt, "text/"), mt == "application/json", strings.HasSuffix(mt, "+json"),
-		mt == "application/x-ndjson", mt == "application/yaml", mt == "image/svg+xml":
+	case len(mt) > 5 && strings.EqualFold(mt[:5], "text/"):
+		return true
+	case strings.EqualFold(mt, "application/json"), strings.EqualFold(mt, "application/x-ndjson"),
+		strings.EqualFold(mt, "application/yaml"), strings.EqualFold(mt, "image/svg+xml"):
+		return true
+	case len(mt) > 5 && strings.EqualFold(mt[len(mt)-5:], "+json") && strings.Contains(mt, "/"):
 		return true
 	}
 	return false

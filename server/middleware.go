@@ -117,8 +117,9 @@ type reqState struct {
 // observe assigns the request id, recovers panics and writes one access-log line per
 // request. Tokens and bodies are never logged.
 func (s *Server) observe(next http.Handler) http.Handler {
+	epoch := time.Now() // durations read only the monotonic clock (time.Since)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+		start := time.Since(epoch)
 		st := &reqState{statusWriter: statusWriter{ResponseWriter: w}}
 		ri, sw := &st.info, &st.statusWriter
 		ri.id = r.Header.Get("X-Request-Id")
@@ -142,7 +143,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					writeProblem(sw, p)
 				}
 			}
-			elapsed := time.Since(start)
+			elapsed := time.Since(epoch) - start
 			s.accessLog(r, ri, sw, elapsed)
 			s.observeMetrics(r, ri, sw.status, elapsed)
 		}()

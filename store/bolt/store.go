@@ -80,7 +80,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sync data directory: %w", err)
 		}
 	}
-	s := &Store{db: txDB{DB: db, observe: opts.ObserveTx}, now: opts.Now}
+	s := &Store{db: txDB{DB: db, observe: opts.ObserveTx, epoch: time.Now()}, now: opts.Now}
 	if !opts.ReadOnly {
 		if err := s.migrate(); err != nil {
 			db.Close()
@@ -109,15 +109,19 @@ func openError(path string, err error) error {
 type txDB struct {
 	*bbolt.DB
 	observe func(write bool, d time.Duration)
+	// epoch: durations are time.Since(epoch) differences, which read only the
+	// monotonic clock; time.Now reads the wall clock too (every transaction, so
+	// several times a request).
+	epoch time.Time
 }
 
 func (d txDB) View(fn func(*bbolt.Tx) error) error {
 	if d.observe == nil {
 		return d.DB.View(fn)
 	}
-	start := time.Now()
+	start := time.Since(d.epoch)
 	err := d.DB.View(fn)
-	d.observe(false, time.Since(start))
+	d.observe(false, time.Since(d.epoch)-start)
 	return err
 }
 
@@ -125,9 +129,9 @@ func (d txDB) Update(fn func(*bbolt.Tx) error) error {
 	if d.observe == nil {
 		return d.DB.Update(fn)
 	}
-	start := time.Now()
+	start := time.Since(d.epoch)
 	err := d.DB.Update(fn)
-	d.observe(true, time.Since(start))
+	d.observe(true, time.Since(d.epoch)-start)
 	return err
 }
 
