@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,9 +213,10 @@ func (w *compressWriter) candidate() bool {
 		h.Get("Content-Encoding") != "", h.Get("Content-Range") != "", !compressibleType(h.Get("Content-Type")):
 		return false
 	}
-	if len(h["Vary"]) == 0 {
+	switch vary := h["Vary"]; {
+	case len(vary) == 0:
 		h["Vary"] = headerVaryEncoding // shared, no allocation; an Add after it copies
-	} else {
+	case !slices.Contains(vary, "Accept-Encoding"): // the web app's assets say it already
 		h.Add("Vary", "Accept-Encoding")
 	}
 	return true
