@@ -113,8 +113,11 @@ func (s *Store) BedsOfGarden(gardenID uint64) ([]store.Bed, error) {
 		if _, err := getGarden(tx, gardenID); err != nil {
 			return err
 		}
-		var err error
-		out, err = getEach(tx, getBed, idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID)))
+		recs, err := getEach[bedRecord](tx, bucketBeds, "bed", idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID)))
+		out = make([]store.Bed, len(recs))
+		for i, rec := range recs {
+			out[i] = rec.bed()
+		}
 		return err
 	})
 	return out, err
