@@ -95,7 +95,7 @@ func run(o options) error {
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(d)
+		defer func() { _ = os.RemoveAll(d) }() // a temporary directory: best effort
 		work = d
 	}
 	root, err := gitRoot()
@@ -281,7 +281,7 @@ func (s *subject) start() (*exec.Cmd, time.Duration, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	defer devnull.Close()
+	defer func() { _ = devnull.Close() }() // the child has its own descriptor
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = devnull, &limitedBuffer{buf: &stderr, max: 1 << 16}
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
@@ -392,7 +392,7 @@ func (s *subject) call(method, path, token string, body, out any) error {
 	if err != nil {
 		return err
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }() // read to the end below
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
 		return err
@@ -456,7 +456,7 @@ func rssMiB(pid int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {

@@ -74,7 +74,7 @@ func Build(files map[string][]byte) (Manifest, map[string][]byte, error) {
 	h := sha256.New()
 	for _, n := range names {
 		body := files[n]
-		fmt.Fprintf(h, "%s\x00%d\x00", n, len(body))
+		_, _ = fmt.Fprintf(h, "%s\x00%d\x00", n, len(body)) // a hash.Hash never fails
 		h.Write(body)
 		if n == Index {
 			continue
