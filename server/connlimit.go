@@ -41,14 +41,23 @@ type connLimiter struct {
 	fresh  int // open connections in http.StateNew
 
 	refused, evicted atomic.Uint64
-	lastWarn         atomic.Int64 // unix nanoseconds of the last warning
+	lastWarn         atomic.Int64 // clock() of the last warning
+
+	// epoch: the limiter's times are time.Since(epoch) (clock), which reads only the
+	// monotonic clock, once a request; time.Now reads the wall clock too.
+	epoch time.Time
 }
 
 func newConnLimiter(ln net.Listener, maxConns, perAddr int, log zerolog.Logger) *connLimiter {
-	return &connLimiter{Listener: ln, max: maxConns, perAddr: perAddr, maxFresh: min(maxConns, max(8, maxConns/4)),
-		log: log, newGrace: evictNewAfter,
+	l := &connLimiter{Listener: ln, max: maxConns, perAddr: perAddr, maxFresh: min(maxConns, max(8, maxConns/4)),
+		log: log, newGrace: evictNewAfter, epoch: time.Now(),
 		open: make(map[*limitedConn]struct{}), byAddr: make(map[netip.Addr]int)}
+	l.lastWarn.Store(-int64(time.Minute)) // the first warning goes out at once
+	return l
 }
+
+// clock is the time since the limiter was made, from the monotonic clock.
+func (l *connLimiter) clock() time.Duration { return time.Since(l.epoch) }
 
 // limitedConn is an accepted connection, with the HTTP state net/http reports.
 type limitedConn struct {
@@ -56,7 +65,7 @@ type limitedConn struct {
 	l     *connLimiter
 	addr  netip.Addr
 	state atomic.Int32 // http.ConnState
-	since atomic.Int64 // unix nanoseconds of the last state change
+	since atomic.Int64 // clock() of the last state change that matters (track)
 	once  sync.Once
 }
 
@@ -74,10 +83,10 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 }
 
 func (l *connLimiter) admit(c net.Conn) *limitedConn {
-	now := time.Now()
+	now := l.clock()
 	lc := &limitedConn{Conn: c, l: l, addr: connAddr(c.RemoteAddr())}
 	lc.state.Store(int32(http.StateNew))
-	lc.since.Store(now.UnixNano())
+	lc.since.Store(int64(now))
 
 	l.mu.Lock()
 	var victims [2]*limitedConn
@@ -122,7 +131,7 @@ func (l *connLimiter) admit(c net.Conn) *limitedConn {
 // idlest picks the connection to give way: idle the longest, or without a whole
 // request for longer than grace; only from addr unless it is the zero Addr. With a
 // negative grace it picks only among those without a whole request, the oldest.
-func (l *connLimiter) idlest(now time.Time, addr netip.Addr, grace time.Duration) *limitedConn {
+func (l *connLimiter) idlest(now time.Duration, addr netip.Addr, grace time.Duration) *limitedConn {
 	var best *limitedConn
 	var bestSince int64
 	for c := range l.open {
@@ -136,7 +145,7 @@ func (l *connLimiter) idlest(now time.Time, addr netip.Addr, grace time.Duration
 				continue
 			}
 		case http.StateNew:
-			if grace > 0 && now.Sub(time.Unix(0, since)) < grace {
+			if grace > 0 && now-time.Duration(since) < grace {
 				continue
 			}
 		default:
@@ -184,7 +193,7 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 	// since matters for idle connections (the idlest gives way) and new ones (admit
 	// set it); a busy one is never picked, so its time is not read.
 	if st == http.StateIdle {
-		lc.since.Store(time.Now().UnixNano())
+		lc.since.Store(int64(l.clock()))
 	}
 	// Each request makes two changes (active, idle): between those, no lock. Only
 	// leaving StateNew changes the count of fresh connections, under l.mu, so that it
@@ -213,13 +222,13 @@ func (l *connLimiter) saturated() (open int, full bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	open = len(l.open)
-	return open, open >= l.max && l.idlest(time.Now(), netip.Addr{}, l.newGrace) == nil
+	return open, open >= l.max && l.idlest(l.clock(), netip.Addr{}, l.newGrace) == nil
 }
 
 // warn logs that a cap was reached, at most once a minute, with the totals so far.
-func (l *connLimiter) warn(now time.Time, what string) {
+func (l *connLimiter) warn(now time.Duration, what string) {
 	last := l.lastWarn.Load()
-	if now.UnixNano()-last < int64(time.Minute) || !l.lastWarn.CompareAndSwap(last, now.UnixNano()) {
+	if int64(now)-last < int64(time.Minute) || !l.lastWarn.CompareAndSwap(last, int64(now)) {
 		return
 	}
 	l.log.Warn().Int("max_conns", l.max).Int("max_conns_per_addr", l.perAddr).
