@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -295,4 +296,20 @@ func BenchmarkConnTrack(b *testing.B) {
 			lim.track(lc, http.StateIdle)
 		}
 	})
+}
+
+// TestConnLimitWarnsOncePerMinute: the first warning goes out at once, however soon
+// after start; more within the minute do not.
+func TestConnLimitWarnsOncePerMinute(t *testing.T) {
+	var logs bytes.Buffer
+	l := newConnLimiter(nil, 1, 0, zerolog.New(&logs))
+	l.warn(l.clock(), "refused")
+	l.warn(l.clock(), "refused")
+	if n := strings.Count(logs.String(), "connection cap reached"); n != 1 {
+		t.Fatalf("%d warnings: %s", n, logs.String())
+	}
+	l.warn(l.clock()+time.Minute, "refused")
+	if n := strings.Count(logs.String(), "connection cap reached"); n != 2 {
+		t.Fatalf("%d warnings a minute later: %s", n, logs.String())
+	}
 }
