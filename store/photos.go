@@ -108,6 +108,14 @@ type LogStore interface {
 	// plant one kept for the bed's project (KeepPlantIDs), the assignee a user with a
 	// role on the garden (directly, through its company, or a site admin).
 	CreateLog(gardenID, authorID uint64, p LogPatch, authorize LogAuthorizer) (Log, error)
+	// CreateLogOnce is CreateLog with an idempotency key (ValidClientKey), so that a
+	// client's retry after a lost answer does not record twice: when the author
+	// created a log of the garden with that key before (one not deleted since), it is
+	// returned as it is now with created false and nothing is written (p must be
+	// valid, but its references and authorize are not checked again); else the log
+	// is created under the key. Calls with the same
+	// key at once create one log.
+	CreateLogOnce(gardenID, authorID uint64, key string, p LogPatch, authorize LogAuthorizer) (l Log, created bool, err error)
 	// Log returns a log of the garden; one of another garden is ErrNotFound.
 	Log(gardenID, logID uint64) (Log, error)
 	// UpdateLog applies p to a log of the garden with the rules of CreateLog; a

@@ -139,7 +139,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 			},
 			func() error {
 				return each(store.KindLog, `SELECT id, garden_id, type, title, notes, at, bed_id, plant, quantity_value, quantity_unit,
-						coalesce(assignee_id, 0), status, author_id, created, updated FROM logs ORDER BY id`, func(r pgx.Rows) (any, error) {
+						coalesce(assignee_id, 0), status, author_id, created, updated, coalesce(client_key, '') FROM logs ORDER BY id`, func(r pgx.Rows) (any, error) {
 					var (
 						a       store.ArchivedLog
 						typ, st string
@@ -147,7 +147,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 						qu      *string
 					)
 					err := r.Scan(&a.ID, &a.Garden, &typ, &a.Title, &a.Notes, &a.At, &a.Bed, &a.Plant, &qv, &qu,
-						&a.AssigneeID, &st, &a.AuthorID, &a.Created, &a.Updated)
+						&a.AssigneeID, &st, &a.AuthorID, &a.Created, &a.Updated, &a.ClientKey)
 					a.Type, a.Status = store.LogType(typ), store.LogStatus(st)
 					a.At, a.Created, a.Updated = a.At.UTC(), a.Created.UTC(), a.Updated.UTC()
 					if qv != nil && qu != nil {
@@ -442,9 +442,9 @@ func (im *importer) load(kind string, rec any) error {
 	case *store.ArchivedLog:
 		l := r.Log()
 		l.AssigneeID = r.AssigneeID
-		args := append([]any{r.ID, r.Garden, r.AuthorID, ts(r.Created)}, logArgs(l)...)
-		return im.queue(fmt.Sprintf("log %d", r.ID), `INSERT INTO logs (id, garden_id, author_id, created, `+logColumnsWrite+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, args...)
+		args := append([]any{r.ID, r.Garden, r.AuthorID, ts(r.Created), nullString(r.ClientKey)}, logArgs(l)...)
+		return im.queue(fmt.Sprintf("log %d", r.ID), `INSERT INTO logs (id, garden_id, author_id, created, client_key, `+logColumnsWrite+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`, args...)
 	case *store.Photo:
 		var thumb *string
 		if r.ThumbPath != "" {

@@ -88,6 +88,8 @@ func Run(t *testing.T, h Harness) {
 		{"LogsListMatchesModel", testLogsListMatchesModel},
 		{"PendingTasks", testPendingTasks},
 		{"LogPhotos", testLogPhotos},
+		{"LogClientKeys", testLogClientKeys},
+		{"LogClientKeysTogether", testLogClientKeysTogether},
 		{"PlantIDs", testPlantIDs},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
