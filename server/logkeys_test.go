@@ -62,3 +62,40 @@ func TestLogIdempotencyKey(t *testing.T) {
 		}
 	})
 }
+
+// TestPhotoIdempotencyKey: a photo POST repeated with its Idempotency-Key answers the
+// photo the first added, and the repeat's content is not kept; on both stores.
+func TestPhotoIdempotencyKey(t *testing.T) {
+	bothBackends(t, func(t *testing.T, b backend) {
+		f := newLogbookFarm(t, b)
+		ts := f.ts
+		l := f.create(f.reader, map[string]any{"type": "observation", "title": "Blight"})
+		photos := f.logPath(l.ID) + "/photos"
+		file := phonePhoto(t, 640, 480)
+		first := ts.send("POST", photos, f.reader, "image/jpeg", file, "Idempotency-Key", "photo-1")
+		var p1, p2 photoAnswer
+		first.decode(t, &p1)
+		if first.code != http.StatusCreated || first.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("first: %d %v %s", first.code, first.header, first.body)
+		}
+		again := ts.send("POST", photos, f.reader, "image/jpeg", file, "Idempotency-Key", "photo-1")
+		again.decode(t, &p2)
+		if again.code != http.StatusCreated || again.header.Get("Idempotent-Replayed") != "true" || p2 != p1 {
+			t.Fatalf("retry: %d %v %s, want %+v", again.code, again.header, again.body, p1)
+		}
+		var got store.Log
+		ts.must(http.StatusOK, "GET", f.logPath(l.ID), f.reader, nil).decode(t, &got)
+		if len(got.Photos) != 1 {
+			t.Fatalf("photos after a retry: %v", got.Photos)
+		}
+		// The retry's own content went: only the first photo and its thumbnail stay.
+		paths, err := ts.store().PhotoPaths()
+		if err != nil || len(paths) != 2 {
+			t.Fatalf("photo content %v, %v", paths, err)
+		}
+		fields := wantProblem(t, ts.send("POST", photos, f.reader, "image/jpeg", file, "Idempotency-Key", "two words"), http.StatusBadRequest, "")
+		if fields["Idempotency-Key"] == "" {
+			t.Fatalf("fields %v", fields)
+		}
+	})
+}

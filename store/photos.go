@@ -32,6 +32,9 @@ type Photo struct {
 	ThumbSize int64     `json:"thumb_size,omitempty"`
 	Uploader  uint64    `json:"uploader"`
 	Created   time.Time `json:"created"`
+	// ClientKey is the idempotency key the photo was added with (AddPhotoOnce), ""
+	// without one.
+	ClientKey string `json:"client_key,omitempty"`
 }
 
 // ThumbMax is the long side of a thumbnail, in pixels.
@@ -63,6 +66,11 @@ func (p Photo) Validate() error {
 	}
 	if p.ThumbPath != "" && (!ValidPhotoPath(p.ThumbPath) || p.ThumbSize <= 0) {
 		v.Add("thumb_path", fmt.Sprintf("thumbnail path %q is not photos/<32 hex digits>.jpg", p.ThumbPath))
+	}
+	if p.ClientKey != "" {
+		if err := ValidClientKey(p.ClientKey); err != nil {
+			return err
+		}
 	}
 	return v.OrNil()
 }
@@ -136,6 +144,11 @@ type LogStore interface {
 	// budget bytes (0: no budget; else ErrStorageFull). ID, Log, Garden and Created
 	// are set here.
 	AddPhoto(gardenID, logID uint64, p Photo, budget int64, authorize func(Log) error) (Photo, error)
+	// AddPhotoOnce is AddPhoto with an idempotency key (ValidClientKey), kept as the
+	// photo's ClientKey: when the log has a photo of that key, it is returned with
+	// added false and nothing is written (authorize and the budget are not checked
+	// again; the caller removes the content it stored for p).
+	AddPhotoOnce(gardenID, logID uint64, key string, p Photo, budget int64, authorize func(Log) error) (ph Photo, added bool, err error)
 	// Photo returns a photo of a log of the garden.
 	Photo(gardenID, logID, photoID uint64) (Photo, error)
 	// SetPhotoThumb records a thumbnail for a photo that has none and returns the

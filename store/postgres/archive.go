@@ -452,9 +452,9 @@ func (im *importer) load(kind string, rec any) error {
 			im.photos = append(im.photos, gardenImage{garden: r.Garden, path: r.ThumbPath})
 		}
 		im.photos = append(im.photos, gardenImage{garden: r.Garden, path: r.Path})
-		return im.queue(fmt.Sprintf("photo %d", r.ID), `INSERT INTO photos (id, log_id, garden_id, content_type, width, height, size, path, thumb_path, thumb_size, uploader, created)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			r.ID, r.Log, r.Garden, r.ContentType, r.Width, r.Height, r.Size, r.Path, thumb, r.ThumbSize, r.Uploader, ts(r.Created))
+		return im.queue(fmt.Sprintf("photo %d", r.ID), `INSERT INTO photos (id, log_id, garden_id, content_type, width, height, size, path, thumb_path, thumb_size, uploader, created, client_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			r.ID, r.Log, r.Garden, r.ContentType, r.Width, r.Height, r.Size, r.Path, thumb, r.ThumbSize, r.Uploader, ts(r.Created), nullString(r.ClientKey))
 	case *store.ImportMapEntry:
 		return im.queue(fmt.Sprintf("import map entry %s/%s/%d", r.Source, r.Kind, r.Key),
 			`INSERT INTO import_map (source, kind, key, id) VALUES ($1, $2, $3, $4)`, r.Source, string(r.Kind), r.Key, r.ID)

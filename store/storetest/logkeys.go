@@ -123,3 +123,87 @@ func testLogClientKeysTogether(t *testing.T, h Harness) {
 		t.Fatalf("%d calls say they created; %d logs (%v)", createdN, len(page.Logs), err)
 	}
 }
+
+// testPhotoClientKeys: AddPhotoOnce answers the photo a log has under a key instead
+// of adding it twice, per log, until the photo is deleted; at once from several
+// nodes it adds one.
+func testPhotoClientKeys(t *testing.T, h Harness) {
+	nodes, _ := openNodes(t, h, 2)
+	st := nodes[0]
+	author := mustUser(t, st, "author")
+	g := mustGarden(t, st, mustCompany(t, st, author, "Farm"), "North")
+	l, err := st.CreateLog(g.ID, author.ID, patch(store.LogObservation, "Blight"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := st.CreateLog(g.ID, author.ID, patch(store.LogObservation, "Frost"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, added, err := st.AddPhotoOnce(g.ID, l.ID, "k-1", photo(1), 0, nil)
+	if err != nil || !added || first.ClientKey != "k-1" {
+		t.Fatalf("first: %+v, added %v, %v", first, added, err)
+	}
+	// A retry with the content of its own try: the first photo, nothing added,
+	// neither the budget nor the authorizer asked.
+	refuse := func(store.Log) error { return errors.New("refused") }
+	again, added, err := st.AddPhotoOnce(g.ID, l.ID, "k-1", photo(2), 1, refuse)
+	if err != nil || added || again != first {
+		t.Fatalf("retry: %+v, added %v, %v; want %+v", again, added, err, first)
+	}
+	got, err := st.Log(g.ID, l.ID)
+	if err != nil || len(got.Photos) != 1 {
+		t.Fatalf("log after a retry: %v, %v", got.Photos, err)
+	}
+	if n, err := st.PhotoBytes(); err != nil || n != first.Bytes() {
+		t.Fatalf("photo bytes %d, %v; want %d", n, err, first.Bytes())
+	}
+	// Another log's same key, and a plain photo, are photos of their own.
+	if ph, added, err := st.AddPhotoOnce(g.ID, other.ID, "k-1", photo(3), 0, nil); err != nil || !added || ph.ID == first.ID {
+		t.Fatalf("another log's key: %+v, %v, %v", ph, added, err)
+	}
+	p4 := photo(4)
+	p4.ClientKey = "k-1"
+	if ph, err := st.AddPhoto(g.ID, l.ID, p4, 0, nil); err != nil || ph.ClientKey != "" || ph.ID == first.ID {
+		t.Fatalf("plain photo: %+v, %v", ph, err)
+	}
+	for _, key := range []string{"", "a b", strings.Repeat("k", store.MaxClientKey+1)} {
+		_, _, err := st.AddPhotoOnce(g.ID, l.ID, key, photo(5), 0, nil)
+		wantField(t, err, "Idempotency-Key", "1 to 64 characters")
+	}
+	// A deleted photo frees its key.
+	if _, err := st.DeletePhoto(g.ID, l.ID, first.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ph, added, err := st.AddPhotoOnce(g.ID, l.ID, "k-1", photo(6), 0, nil); err != nil || !added || ph.ID == first.ID {
+		t.Fatalf("after the delete: %+v, %v, %v", ph, added, err)
+	}
+
+	// At once, spread over the nodes: one photo.
+	const calls = 6
+	ids := make([]uint64, calls)
+	made := make([]bool, calls)
+	errs := make([]error, calls)
+	var fns []func()
+	for i := range calls {
+		node := nodes[i%len(nodes)]
+		fns = append(fns, func() {
+			var ph store.Photo
+			ph, made[i], errs[i] = node.AddPhotoOnce(g.ID, other.ID, "together", photo(10+i), 0, nil)
+			ids[i] = ph.ID
+		})
+	}
+	together(fns...)
+	addedN := 0
+	for i := range calls {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Fatalf("call %d: photo %d, %v; the first answered %d", i, ids[i], errs[i], ids[0])
+		}
+		if made[i] {
+			addedN++
+		}
+	}
+	if got, err := nodes[1].Log(g.ID, other.ID); err != nil || addedN != 1 || len(got.Photos) != 2 {
+		t.Fatalf("%d calls added; the log has photos %v (%v)", addedN, got.Photos, err)
+	}
+}

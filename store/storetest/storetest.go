@@ -90,6 +90,7 @@ func Run(t *testing.T, h Harness) {
 		{"LogPhotos", testLogPhotos},
 		{"LogClientKeys", testLogClientKeys},
 		{"LogClientKeysTogether", testLogClientKeysTogether},
+		{"PhotoClientKeys", testPhotoClientKeys},
 		{"PlantIDs", testPlantIDs},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
