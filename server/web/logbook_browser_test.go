@@ -74,6 +74,7 @@ func newLogbookEnv(t *testing.T) *logbookEnv {
 	beds := demoBeds(t, e.d)
 	last := beds[len(beds)-1]
 	e.removedBed = last.id
+	e.d.api(t, "POST", e.garden+"/logs", map[string]any{"type": "observation", "title": "Before the bed moved", "bed": last.id}, 201, nil)
 	e.d.api(t, "DELETE", fmt.Sprintf("%s/beds/%d", e.garden, last.id), nil, 200, nil)
 	var bed struct{ ID uint64 }
 	e.d.api(t, "POST", e.garden+"/beds", map[string]string{"uuid": last.uuid, "name": fmt.Sprintf("Bed %d", last.id)}, 201, &bed)
@@ -540,6 +541,16 @@ func TestLogbookWebApp(t *testing.T) {
 			p.eval(`({Scroll: document.documentElement.scrollWidth, Inner: innerWidth})`, &wide)
 			if wide.Scroll > wide.Inner {
 				p.errorf("the logbook is %d px wide in %d", wide.Scroll, wide.Inner)
+			}
+			// The entry of the removed bed says so, and cannot pass for the bed now
+			// named as the removed one's id.
+			p.do("search the removed bed's entry", chromedp.SetValue(chromedp.CSS(`#lf-q`), "moved"), chromedp.SetValue(chromedp.CSS(`#lf-bed`), ""))
+			p.eval(`document.querySelector('form.filters').requestSubmit(); true`, nil)
+			p.waitFor("the removed bed's entry", `document.querySelector('.timeline-box')?.dataset.loaded === 'true' && document.querySelector('.timeline-box')?.dataset.count === '1'`)
+			var removed string
+			p.eval(`document.querySelector('.timeline li.log .bed-name').textContent`, &removed)
+			if want := fmt.Sprintf("removed bed with id %d", e.removedBed); removed != want {
+				p.errorf("the removed bed's entry names it %q, want %q", removed, want)
 			}
 			e.noWrongBedName(p)
 			docShot(p, "webapp-logbook-"+e.size(p)+".png")

@@ -34,11 +34,12 @@ export function plantsOf(c, g, b) {
   });
 }
 
-// bedName names a bed of the garden from its line; a bed no longer in the stream
-// (removed) is "removed bed N".
+// bedName names a bed of the garden from its line. A bed the stream does not list
+// (removed since, or the stream unreadable) has no name to show: it is named by its
+// id in words that cannot pass for another bed's name ("bed with id 6").
 export function bedName(beds, id) {
   const line = beds?.get(String(id));
-  return line ? bedLabel(line.name, id) : `removed bed ${id}`;
+  return line ? bedLabel(line.name, id) : `bed with id ${id}`;
 }
 
 // plantName is how a plant of a bed is shown: its place, species and variety.

@@ -112,8 +112,8 @@ export function timeline({ c, g, query, admin, beds, signal, emptyText }) {
     const meta = h('div', { class: 'log-meta' }, h('time', { datetime: l.at }, whenText(l)), ` · by ${l.author}`);
     if (l.bed !== null && l.bed !== undefined) {
       const name = bedName(beds, l.bed);
-      meta.append(' · ', l.bed_removed || !beds?.has(String(l.bed))
-        ? h('span', { class: 'bed-name removed' }, l.bed_removed ? `${name} (removed)` : name)
+      meta.append(' · ', l.bed_removed
+        ? h('span', { class: 'bed-name removed', title: 'This bed was removed from the garden' }, `removed ${name}`)
         : h('a', { class: 'bed-name', href: `#/c/${c}/g/${g}/b/${l.bed}/log` }, name));
       if (l.plant) {
         const a = h('a', { class: 'plant-name', href: `#/c/${c}/g/${g}/b/${l.bed}/p/${encodeURIComponent(l.plant)}` }, 'a plant');
