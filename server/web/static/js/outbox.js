@@ -7,7 +7,8 @@ import { request, paths, session } from './api.js';
 // answer (or the browser's own resend) finds what the first try made.
 //
 // An entry: {id, c, g, bed, plant, kind, fields, at, photo: {type, size} | null,
-//            body, logId, photoDone, state: 'draft' | 'failed', error, updated}
+//            body, logId, fix (changes typed after a lost answer), photoDone,
+//            state: 'draft' | 'failed', error, updated}
 
 const key = () => `gardend.outbox.${session()?.username || '-'}`;
 const listeners = new Set();
@@ -28,12 +29,18 @@ function store(list) {
   for (const fn of listeners) fn();
 }
 
+// gone are the entries this page sent or dropped: a late event of their form must
+// not keep them again.
+const gone = new Set();
+
 export function putEntry(e) {
+  if (gone.has(e.id)) return;
   e.updated = new Date().toISOString();
   store([...entries().filter((x) => x.id !== e.id), e]);
 }
 
 export function dropEntry(id) {
+  gone.add(id);
   store(entries().filter((x) => x.id !== id));
   forgetPhoto(id).catch(() => {});
 }
@@ -105,10 +112,14 @@ export async function send(e, { signal } = {}) {
   let log = null;
   if (!e.logId) {
     log = await request('POST', paths.logs(c, g), { body: e.body, headers: { 'Idempotency-Key': e.id }, signal });
-    // A retry answers the log the first try made: what was typed since goes in too.
-    const changed = changes(log, e.body);
-    if (changed) log = await request('PUT', paths.log(c, g, log.id), { body: changed, signal });
     e.logId = log.id;
+    // A retry answers the log the first try made: what was typed since goes in too.
+    e.fix = changes(log, e.body);
+    putEntry(e);
+  }
+  if (e.fix) {
+    log = await request('PUT', paths.log(c, g, e.logId), { body: e.fix, signal });
+    e.fix = null;
     putEntry(e);
   }
   if (e.photo && !e.photoDone) {
@@ -125,8 +136,9 @@ export async function send(e, { signal } = {}) {
   return log;
 }
 
-// changes lists the members of body that log does not hold as sent (null: none).
-function changes(log, body) {
+// changes lists the members of body that log (or the body sent before) does not
+// hold as sent (null: none).
+export function changes(log, body) {
   const out = {};
   for (const k of ['title', 'notes', 'quantity', 'assignee']) {
     const want = body[k] ?? (k === 'notes' ? '' : null);

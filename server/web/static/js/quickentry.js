@@ -1,6 +1,6 @@
 import { get, paths, session, ApiError } from './api.js';
 import { h, problemBox, announce } from './ui.js';
-import { entries, putEntry, dropEntry, newID, keepPhoto, photoOf, forgetPhoto, send, onChange } from './outbox.js';
+import { entries, putEntry, dropEntry, newID, keepPhoto, photoOf, forgetPhoto, send, onChange, changes } from './outbox.js';
 
 // Quick entry, made for a phone in the field: from a bed or a plant, one tap picks
 // what happened (observed, watered, harvested, a task for someone) and opens a short
@@ -105,16 +105,17 @@ export function quickEntry({ c, g, bed = null, plant = null, what, admin, onSave
       problem,
       h('div', { class: 'actions' }, save, discard));
     let previewURL = null;
-    let touched = false;
+    let touched = entries().some((x) => x.id === e.id); // kept before: typed into
     const sent = () => Boolean(e.logId);
 
     if (k.type === 'task') fillPeople(assignee, f.assignee || '');
     showPhoto();
-    if (sent()) lockFields();
 
     const read = () => ({ title: title.value, notes: notes.value, quantity: qty.value, unit: unit.value, assignee: assignee.value, due: due.value });
+    // Once sent or discarded, the entry is gone: nothing may keep it again.
+    let finished = false;
     form.addEventListener('input', (ev) => {
-      if (ev.target === file) return;
+      if (ev.target === file || finished) return;
       touched = true;
       e.fields = read();
       putEntry(e);
@@ -125,7 +126,9 @@ export function quickEntry({ c, g, bed = null, plant = null, what, admin, onSave
       errors.photo.textContent = 'Preparing the photo…';
       try {
         const blob = await usablePhoto(chosen);
+        if (finished) return;
         await keepPhoto(e.id, blob);
+        if (finished) { forgetPhoto(e.id).catch(() => {}); return; }
         e.photo = { type: blob.type, size: blob.size };
         e.photoDone = false;
         touched = true;
@@ -139,6 +142,7 @@ export function quickEntry({ c, g, bed = null, plant = null, what, admin, onSave
       file.value = '';
     });
     discard.addEventListener('click', () => {
+      finished = true;
       dropEntry(e.id);
       close();
       formBox.replaceChildren();
@@ -151,22 +155,27 @@ export function quickEntry({ c, g, bed = null, plant = null, what, admin, onSave
       problem.replaceChildren();
       for (const el of Object.values(errors)) if (el !== errors.photo) el.textContent = '';
       const v = read();
-      if (!sent()) {
-        const bad = check(k, v);
-        if (bad) {
-          for (const [name, msg] of Object.entries(bad)) errors[name].textContent = msg;
-          problem.append(problemBox(new Error('Please fix the fields marked below.')));
-          return;
-        }
-        e.fields = v;
-        e.at = e.at || new Date().toISOString();
-        e.body = body(k, v, e);
+      const bad = check(k, v);
+      if (bad) {
+        for (const [name, msg] of Object.entries(bad)) errors[name].textContent = msg;
+        problem.append(problemBox(new Error('Please fix the fields marked below.')));
+        return;
       }
+      e.fields = v;
+      e.at = e.at || new Date().toISOString();
+      const next = body(k, v, e);
+      // Once the log exists (its photo still to send), what is typed since changes it.
+      if (sent()) {
+        const d = e.body && changes(e.body, next);
+        if (d) e.fix = { ...e.fix, ...d };
+      }
+      e.body = next;
       putEntry(e);
       save.disabled = discard.disabled = true;
       save.textContent = 'Saving…';
       try {
         const log = await send(e);
+        finished = true;
         close();
         formBox.replaceChildren();
         current = null;
@@ -188,8 +197,7 @@ export function quickEntry({ c, g, bed = null, plant = null, what, admin, onSave
         e.state = 'draft';
         putEntry(e);
         save.textContent = e.logId ? 'Retry' : 'Save';
-        if (e.logId) lockFields();
-        const what = e.logId ? 'The entry is saved, but its photo was not' : 'Not saved';
+        const what = e.logId ? 'The entry is saved, but not all of it' : 'Not saved';
         problem.replaceChildren(problemBox(err, what));
         for (const [name, msg] of Object.entries(err.fields || {})) {
           const key = name.startsWith('quantity') ? (name === 'quantity.unit' ? 'unit' : 'quantity') : name === 'at' && k.type === 'task' ? 'due' : name;
@@ -197,10 +205,6 @@ export function quickEntry({ c, g, bed = null, plant = null, what, admin, onSave
         }
       }
     });
-
-    function lockFields() {
-      for (const el of [title, notes, qty, unit, assignee, due]) el.disabled = true;
-    }
 
     async function showPhoto() {
       if (previewURL) URL.revokeObjectURL(previewURL);
