@@ -286,120 +286,127 @@ func TestLogbookWebApp(t *testing.T) {
 		p.checkClean()
 	})
 
-	t.Run("the box does not answer 390x844", func(t *testing.T) {
-		p := e.phone
-		p.t = t
-		p.visit(plantHash)
-		p.waitFor("the quick entry", `document.querySelector('.quick-kinds button[data-kind=observed]')`)
-		p.do("tap observed", chromedp.Click(chromedp.CSS(`button[data-kind=observed]`)))
-		p.waitFor("the form", `document.querySelector('form.entry-form')`)
-		p.eval(`document.querySelector('#qe-title').value = ''`, nil)
-		p.do("type", chromedp.SendKeys(chromedp.CSS(`#qe-title`), "Aphids on the stems"),
-			chromedp.SendKeys(chromedp.CSS(`#qe-notes`), "Many, on the young shoots"))
-		// Every request to the box fails before it gets there.
-		stop := p.intercept(func(*fetch.EventRequestPaused) network.ErrorReason { return network.ErrorReasonConnectionRefused })
-		p.do("save", chromedp.Click(chromedp.CSS(`form.entry-form button[type=submit]`)))
-		p.waitFor("the failure", `document.querySelector('form.entry-form .unreachable')`)
-		var state struct {
-			Message, Title, Notes, Button string
-			Kept                          int
-		}
-		p.eval(`({Message: document.querySelector('.unreachable').textContent, Title: document.querySelector('#qe-title').value,
+	for _, p := range e.pages() {
+		t.Run("the box does not answer "+e.size(p), func(t *testing.T) {
+			p.t = t
+			title := "Aphids on the stems at " + e.size(p)
+			p.visit(plantHash)
+			p.waitFor("the quick entry", `document.querySelector('.quick-kinds button[data-kind=observed]')`)
+			p.do("tap observed", chromedp.Click(chromedp.CSS(`button[data-kind=observed]`)))
+			p.waitFor("the form", `document.querySelector('form.entry-form')`)
+			p.eval(`document.querySelector('#qe-title').value = ''`, nil)
+			p.do("type", chromedp.SendKeys(chromedp.CSS(`#qe-title`), title),
+				chromedp.SendKeys(chromedp.CSS(`#qe-notes`), "Many, on the young shoots"))
+			// Every request to the box fails before it gets there.
+			stop := p.intercept(func(*fetch.EventRequestPaused) network.ErrorReason { return network.ErrorReasonConnectionRefused })
+			p.do("save", chromedp.Click(chromedp.CSS(`form.entry-form button[type=submit]`)))
+			p.waitFor("the failure", `document.querySelector('form.entry-form .unreachable')`)
+			var state struct {
+				Message, Title, Notes, Button string
+				Kept                          int
+			}
+			p.eval(`({Message: document.querySelector('.unreachable').textContent, Title: document.querySelector('#qe-title').value,
 			Notes: document.querySelector('#qe-notes').value, Button: document.querySelector('form.entry-form button[type=submit]').textContent,
 			Kept: JSON.parse(localStorage.getItem('gardend.outbox.demo')).filter((e) => e.state === 'failed').length})`, &state)
-		if !strings.Contains(state.Message, "did not answer") || state.Title != "Aphids on the stems" || state.Notes != "Many, on the young shoots" || state.Button != "Retry" || state.Kept != 1 {
-			p.errorf("after the failure: %+v", state)
-		}
-		p.eval(`document.querySelector('form.entry-form .actions').scrollIntoView({block: 'end'}); true`, nil)
-		docShot(p, "webapp-not-sent-390x844.png")
-		stop()
-		// The page is loaded again (the phone closed the tab meanwhile): the entry is back.
-		p.do("reload", chromedp.Navigate(e.d.base+"/"+plantHash))
-		p.waitFor("the entry restored", `document.querySelector('form.entry-form #qe-title') && document.querySelector('#qe-title').value === 'Aphids on the stems'`)
-		var outbox bool
-		p.eval(`!document.querySelector('.outbox').hidden && document.querySelector('.outbox li').textContent.includes('Aphids on the stems')`, &outbox)
-		if !outbox {
-			p.errorf("the entry is not listed as not sent")
-		}
-		p.do("retry", chromedp.Click(chromedp.CSS(`form.entry-form button[type=submit]`)))
-		p.waitFor("saved", `document.querySelector('.entry-status [data-saved]') && document.querySelector('.outbox').hidden`)
-		if n := countTitled(e.logs(t, "plant="+plant.ID), "Aphids on the stems"); n != 1 {
-			p.errorf("%d logs of the entry", n)
-		}
-		p.checkClean("/companies/1/gardens/1/logs")
-	})
-
-	t.Run("an answer is lost 1366x768", func(t *testing.T) {
-		// A link that loses the box's answers to POSTs of logs, then of photos: the
-		// box gets each request and acts on it, but its answer never arrives
-		// (Chromium even resends such a POST by itself, and loses that answer too).
-		var loseLogs, losePhotos atomic.Bool
-		var posts atomic.Int32
-		proxy := newLossyProxy(t, e.d.base, func(r *http.Request) bool {
-			if r.Method != "POST" || !strings.HasPrefix(r.URL.Path, "/companies/") {
-				return false
+			if !strings.Contains(state.Message, "did not answer") || state.Title != title || state.Notes != "Many, on the young shoots" || state.Button != "Retry" || state.Kept != 1 {
+				p.errorf("after the failure: %+v", state)
 			}
-			posts.Add(1)
-			if strings.HasSuffix(r.URL.Path, "/photos") {
-				return losePhotos.Load()
+			p.eval(`document.querySelector('form.entry-form .actions').scrollIntoView({block: 'end'}); true`, nil)
+			if p == e.phone {
+				docShot(p, "webapp-not-sent-390x844.png")
 			}
-			return loseLogs.Load()
+			stop()
+			// The page is loaded again (the phone closed the tab meanwhile): the entry is back.
+			p.do("reload", chromedp.Navigate(e.d.base+"/"+plantHash))
+			p.waitFor("the entry restored", `document.querySelector('form.entry-form #qe-title') && document.querySelector('#qe-title').value === `+jsString(title))
+			var outbox bool
+			p.eval(`!document.querySelector('.outbox').hidden && document.querySelector('.outbox li').textContent.includes(`+jsString(title)+`)`, &outbox)
+			if !outbox {
+				p.errorf("the entry is not listed as not sent")
+			}
+			p.do("retry", chromedp.Click(chromedp.CSS(`form.entry-form button[type=submit]`)))
+			p.waitFor("saved", `document.querySelector('.entry-status [data-saved]') && document.querySelector('.outbox').hidden`)
+			if n := countTitled(e.logs(t, "plant="+plant.ID), title); n != 1 {
+				p.errorf("%d logs of the entry", n)
+			}
+			p.checkClean("/companies/1/gardens/1/logs")
 		})
-		p := e.b.page(t, proxy, 1366, 768)
-		p.login(server.DemoUsername, server.DemoPassword)
-		p.visit(plantHash)
-		p.waitFor("the quick entry", `document.querySelector('.quick-kinds button[data-kind=observed]')`)
-		p.do("tap observed", chromedp.Click(chromedp.CSS(`button[data-kind=observed]`)))
-		p.waitFor("the form", `document.querySelector('form.entry-form')`)
-		p.eval(`document.querySelector('#qe-title').value = ''`, nil)
-		p.do("type", chromedp.SendKeys(chromedp.CSS(`#qe-title`), "Slugs after the rain"))
-		p.do("take a photo", chromedp.SetUploadFiles(chromedp.CSS(`#qe-photo`), []string{photo}))
-		p.waitFor("the photo's preview", `document.querySelector('.photo-preview img')`)
-		failed := `document.querySelector('form.entry-form .unreachable') && !document.querySelector('form.entry-form button[type=submit]').disabled`
-		mine := func() []store.Log {
-			var out []store.Log
-			for _, l := range e.logs(t, "plant="+plant.ID) {
-				if l.Title == "Slugs after the rain" {
-					out = append(out, l)
+	}
+
+	for _, size := range [][2]int64{{1366, 768}, {390, 844}} {
+		t.Run(fmt.Sprintf("an answer is lost %dx%d", size[0], size[1]), func(t *testing.T) {
+			title := fmt.Sprintf("Slugs after the rain at %dx%d", size[0], size[1])
+			// A link that loses the box's answers to POSTs of logs, then of photos: the
+			// box gets each request and acts on it, but its answer never arrives
+			// (Chromium even resends such a POST by itself, and loses that answer too).
+			var loseLogs, losePhotos atomic.Bool
+			var posts atomic.Int32
+			proxy := newLossyProxy(t, e.d.base, func(r *http.Request) bool {
+				if r.Method != "POST" || !strings.HasPrefix(r.URL.Path, "/companies/") {
+					return false
 				}
+				posts.Add(1)
+				if strings.HasSuffix(r.URL.Path, "/photos") {
+					return losePhotos.Load()
+				}
+				return loseLogs.Load()
+			})
+			p := e.b.page(t, proxy, size[0], size[1])
+			p.login(server.DemoUsername, server.DemoPassword)
+			p.visit(plantHash)
+			p.waitFor("the quick entry", `document.querySelector('.quick-kinds button[data-kind=observed]')`)
+			p.do("tap observed", chromedp.Click(chromedp.CSS(`button[data-kind=observed]`)))
+			p.waitFor("the form", `document.querySelector('form.entry-form')`)
+			p.eval(`document.querySelector('#qe-title').value = ''`, nil)
+			p.do("type", chromedp.SendKeys(chromedp.CSS(`#qe-title`), title))
+			p.do("take a photo", chromedp.SetUploadFiles(chromedp.CSS(`#qe-photo`), []string{photo}))
+			p.waitFor("the photo's preview", `document.querySelector('.photo-preview img')`)
+			failed := `document.querySelector('form.entry-form .unreachable') && !document.querySelector('form.entry-form button[type=submit]').disabled`
+			mine := func() []store.Log {
+				var out []store.Log
+				for _, l := range e.logs(t, "plant="+plant.ID) {
+					if l.Title == title {
+						out = append(out, l)
+					}
+				}
+				return out
 			}
-			return out
-		}
 
-		// The log's answers are lost: the page says so; the box holds one log.
-		loseLogs.Store(true)
-		p.do("save", chromedp.Click(chromedp.CSS(`form.entry-form button[type=submit]`)))
-		p.waitFor("the failure", failed)
-		if got := mine(); len(got) != 1 || posts.Load() < 1 {
-			p.fatalf("%d logs after %d POSTs whose answers were lost", len(got), posts.Load())
-		}
-		// Typed while the box seemed away: it reaches the log the first try made.
-		p.do("add notes", chromedp.SendKeys(chromedp.CSS(`#qe-notes`), "Under the boards"))
+			// The log's answers are lost: the page says so; the box holds one log.
+			loseLogs.Store(true)
+			p.do("save", chromedp.Click(chromedp.CSS(`form.entry-form button[type=submit]`)))
+			p.waitFor("the failure", failed)
+			if got := mine(); len(got) != 1 || posts.Load() < 1 {
+				p.fatalf("%d logs after %d POSTs whose answers were lost", len(got), posts.Load())
+			}
+			// Typed while the box seemed away: it reaches the log the first try made.
+			p.do("add notes", chromedp.SendKeys(chromedp.CSS(`#qe-notes`), "Under the boards"))
 
-		// The retry finds that log; now the photo's answers are lost.
-		loseLogs.Store(false)
-		losePhotos.Store(true)
-		p.do("retry", chromedp.Click(chromedp.CSS(`form.entry-form button[type=submit]`)))
-		p.waitFor("the photo's failure", failed)
-		if got := mine(); len(got) != 1 || len(got[0].Photos) != 1 || got[0].Notes != "Under the boards" {
-			p.fatalf("after the photo's lost answer: %+v", got)
-		}
+			// The retry finds that log; now the photo's answers are lost.
+			loseLogs.Store(false)
+			losePhotos.Store(true)
+			p.do("retry", chromedp.Click(chromedp.CSS(`form.entry-form button[type=submit]`)))
+			p.waitFor("the photo's failure", failed)
+			if got := mine(); len(got) != 1 || len(got[0].Photos) != 1 || got[0].Notes != "Under the boards" {
+				p.fatalf("after the photo's lost answer: %+v", got)
+			}
 
-		// The last retry finds the photo there too.
-		losePhotos.Store(false)
-		p.do("retry again", chromedp.Click(chromedp.CSS(`form.entry-form button[type=submit]`)))
-		p.waitFor("saved", `document.querySelector('.entry-status [data-saved]')`)
-		got := mine()
-		if len(got) != 1 || len(got[0].Photos) != 1 || got[0].Notes != "Under the boards" {
-			p.errorf("after the retries: %+v", got)
-		}
-		var text string
-		p.eval(`document.querySelector('.entry-status').textContent`, &text)
-		if text != "Saved: Slugs after the rain (with photo)." {
-			p.errorf("the page says %q", text)
-		}
-		p.checkClean("/companies/1/gardens/1/logs", fmt.Sprintf("/companies/1/gardens/1/logs/%d/photos", got[0].ID))
-	})
+			// The last retry finds the photo there too.
+			losePhotos.Store(false)
+			p.do("retry again", chromedp.Click(chromedp.CSS(`form.entry-form button[type=submit]`)))
+			p.waitFor("saved", `document.querySelector('.entry-status [data-saved]')`)
+			got := mine()
+			if len(got) != 1 || len(got[0].Photos) != 1 || got[0].Notes != "Under the boards" {
+				p.errorf("after the retries: %+v", got)
+			}
+			var text string
+			p.eval(`document.querySelector('.entry-status').textContent`, &text)
+			if text != "Saved: "+title+" (with photo)." {
+				p.errorf("the page says %q", text)
+			}
+			p.checkClean("/companies/1/gardens/1/logs", fmt.Sprintf("/companies/1/gardens/1/logs/%d/photos", got[0].ID))
+		})
+	}
 
 	t.Run("task for someone, and my tasks", func(t *testing.T) {
 		p := e.desk
@@ -547,6 +554,7 @@ func TestLogbookWebApp(t *testing.T) {
 			if wide.Scroll > wide.Inner {
 				p.errorf("the logbook is %d px wide in %d", wide.Scroll, wide.Inner)
 			}
+			docShot(p, "webapp-logbook-"+e.size(p)+".png")
 			// The entry of the removed bed says so, and cannot pass for the bed now
 			// named as the removed one's id.
 			p.do("search the removed bed's entry", chromedp.SetValue(chromedp.CSS(`#lf-q`), "moved"), chromedp.SetValue(chromedp.CSS(`#lf-bed`), ""))
@@ -558,7 +566,6 @@ func TestLogbookWebApp(t *testing.T) {
 				p.errorf("the removed bed's entry names it %q, want %q", removed, want)
 			}
 			e.noWrongBedName(p)
-			docShot(p, "webapp-logbook-"+e.size(p)+".png")
 			p.checkClean()
 		}
 	})
