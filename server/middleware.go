@@ -226,10 +226,10 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		} else {
 			h.Set("Access-Control-Allow-Origin", origin)
 		}
-		h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, WWW-Authenticate")
+		h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, WWW-Authenticate, Idempotent-Replayed")
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id, Idempotency-Key")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return
