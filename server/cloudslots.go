@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,58 +18,180 @@ const DefaultMaxCloudResponses = 32
 
 // cloudSlots counts the cloud responses in progress, in all and per client address
 // block: one address may hold a quarter of the slots, so a client that opens many
-// downloads and reads them slowly cannot keep everybody else's clouds away (the write
-// timeout ends each download it stalls).
+// downloads cannot keep everybody else's clouds away. And since a client sets the
+// pace of its download, at the cap the slot of a response that has fallen behind
+// --body-min-rate since it began sending goes to the newcomer (as upload slots do):
+// else four addresses reading nothing would hold every slot for --write-timeout at a
+// time, renewably, at no bandwidth. Responses that keep the pace are never cut.
 type cloudSlots struct {
 	max, perAddr int
+	rate         int64         // bytes per second a response must keep to keep its slot at the cap
+	grace        time.Duration // cloudGrace; tests shorten it
 
 	mu     sync.Mutex
-	used   int
+	held   map[*cloudHold]struct{}
 	byAddr map[netip.Addr]int
+	freed  chan struct{} // closed, and replaced, when a slot is given back
 }
 
-func newCloudSlots(max int) *cloudSlots {
+// cloudGrace is how long a response may send before it must have kept the pace to
+// keep its slot at the cap.
+const cloudGrace = time.Second
+
+func newCloudSlots(max int, rate int64) *cloudSlots {
 	if max <= 0 {
 		max = DefaultMaxCloudResponses
 	}
-	return &cloudSlots{max: max, perAddr: (max + 3) / 4, byAddr: map[netip.Addr]int{}}
+	if rate <= 0 {
+		rate = DefaultBodyMinRate
+	}
+	return &cloudSlots{max: max, perAddr: (max + 3) / 4, rate: rate, grace: cloudGrace,
+		held: map[*cloudHold]struct{}{}, byAddr: map[netip.Addr]int{}, freed: make(chan struct{})}
 }
 
 var errCloudsBusy = &apiError{status: http.StatusServiceUnavailable, retryAfter: time.Second,
 	detail: "the server is sending as many point clouds as it may at once; retry shortly"}
 
+// cloudHold is one response's slot: when it began sending (unix nanoseconds; 0
+// before, while the cloud is looked up or fetched) and what it has sent since.
+type cloudHold struct {
+	block     netip.Addr
+	sending   atomic.Int64
+	sent      atomic.Int64
+	preempted atomic.Bool
+	// cut ends a write of the response that waits (by moving its write deadline);
+	// nil: the hold cannot be cut and is never preempted.
+	cut func()
+}
+
+// behind reports whether h has sent less than rate bytes a second since grace after
+// it began sending.
+func (h *cloudHold) behind(now time.Time, grace time.Duration, rate int64) bool {
+	start := h.sending.Load()
+	if start == 0 || h.cut == nil {
+		return false
+	}
+	late := now.Sub(time.Unix(0, start)) - grace
+	return late > 0 && float64(h.sent.Load()) < late.Seconds()*float64(rate)
+}
+
 // take reserves a slot for a client at addr; call the result to free it. All slots
 // taken, or the address's share, is errCloudsBusy.
 func (c *cloudSlots) take(addr netip.Addr) (release func(), err error) {
-	block := addrBlock(addr)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.used >= c.max || c.byAddr[block] >= c.perAddr {
-		return nil, errCloudsBusy
+	h := &cloudHold{}
+	if err := c.takeHold(context.Background(), addr, h); err != nil {
+		return nil, err
 	}
-	c.used++
-	c.byAddr[block]++
+	return c.releaser(h), nil
+}
+
+// takeHold reserves a slot for h, a client at addr. At the cap it preempts the
+// response furthest behind the pace, if one is, and waits (within ctx, at most a
+// second) for it to give its slot back; otherwise it answers errCloudsBusy at once,
+// as it does when addr has its share.
+func (c *cloudSlots) takeHold(ctx context.Context, addr netip.Addr, h *cloudHold) error {
+	h.block = addrBlock(addr)
+	var wait <-chan time.Time
+	for {
+		c.mu.Lock()
+		if c.byAddr[h.block] >= c.perAddr {
+			c.mu.Unlock()
+			return errCloudsBusy
+		}
+		if len(c.held) < c.max {
+			c.held[h] = struct{}{}
+			c.byAddr[h.block]++
+			c.mu.Unlock()
+			return nil
+		}
+		if wait == nil {
+			now := time.Now()
+			var victim *cloudHold
+			for o := range c.held {
+				if !o.preempted.Load() && o.behind(now, c.grace, c.rate) && (victim == nil || o.sending.Load() < victim.sending.Load()) {
+					victim = o
+				}
+			}
+			if victim == nil {
+				c.mu.Unlock()
+				return errCloudsBusy
+			}
+			victim.preempted.Store(true)
+			victim.cut()
+			wait = time.After(time.Second)
+		}
+		freed := c.freed
+		c.mu.Unlock()
+		select {
+		case <-freed:
+		case <-wait:
+			return errCloudsBusy
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// releaser gives h's slot back, once however often it is called.
+func (c *cloudSlots) releaser(h *cloudHold) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			c.used--
-			if c.byAddr[block]--; c.byAddr[block] == 0 {
-				delete(c.byAddr, block)
+			delete(c.held, h)
+			if c.byAddr[h.block]--; c.byAddr[h.block] <= 0 {
+				delete(c.byAddr, h.block)
 			}
+			close(c.freed)
+			c.freed = make(chan struct{})
 		})
-	}, nil
+	}
 }
 
 // inUse is the number of slots taken (metrics, tests).
 func (c *cloudSlots) inUse() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.used
+	return len(c.held)
 }
 
-// takeCloudSlot reserves a cloud-response slot for the request's client.
-func (s *Server) takeCloudSlot(r *http.Request) (release func(), err error) {
-	return s.cloudSlots.take(clientAddr(r, s.cfg.TrustProxy))
+// takeCloudSlot reserves a cloud-response slot for the request's client. Once the
+// cloud is ready to send, send it through the writer start returns: it counts what
+// is sent for the slot's pace, and ends the response once the slot was preempted.
+func (s *Server) takeCloudSlot(w http.ResponseWriter, r *http.Request) (start func() http.ResponseWriter, release func(), err error) {
+	rc := http.NewResponseController(w)
+	h := &cloudHold{cut: func() { _ = rc.SetWriteDeadline(time.Now()) }}
+	if err := s.cloudSlots.takeHold(r.Context(), clientAddr(r, s.cfg.TrustProxy), h); err != nil {
+		return nil, nil, err
+	}
+	start = func() http.ResponseWriter {
+		h.sending.Store(time.Now().UnixNano())
+		return &cloudWriter{ResponseWriter: w, hold: h}
+	}
+	return start, s.cloudSlots.releaser(h), nil
 }
+
+// errCloudPreempted ends a response whose slot went to another (the status is sent by
+// then: the connection or stream is cut).
+var errCloudPreempted = errors.New("the point cloud response fell behind the pace while every cloud slot was taken, and gave its slot to another")
+
+// cloudWriter is a cloud response's writer once it holds a slot and sends.
+type cloudWriter struct {
+	http.ResponseWriter
+	hold *cloudHold
+}
+
+func (w *cloudWriter) Write(p []byte) (int, error) {
+	if w.hold.preempted.Load() {
+		return 0, errCloudPreempted
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.hold.sent.Add(int64(n))
+	if err == nil && w.hold.preempted.Load() {
+		err = errCloudPreempted
+	}
+	return n, err
+}
+
+func (w *cloudWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -325,7 +325,7 @@ func newServer(cfg Config) (*Server, error) {
 		ready:   make(chan struct{}),
 		cap:     newCapacity(&cfg),
 
-		cloudSlots: newCloudSlots(cfg.MaxCloudResponses),
+		cloudSlots: newCloudSlots(cfg.MaxCloudResponses, cfg.BodyMinRate),
 
 		metrics: m,
 		pingDB:  shared(st.Ping),
