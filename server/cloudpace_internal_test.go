@@ -24,8 +24,7 @@ func TestCloudSlotsSlowReadersGiveWay(t *testing.T) {
 	s := newInternalServer(t, func(c *Config) {
 		c.MaxCloudResponses = 4 // one per address
 		c.TrustProxy = true     // the addresses come from X-Forwarded-For
-		// Behind the pace at once: the stalled readers' socket buffers take a few MiB
-		// before their writes wait, which 16 KiB/s would call ahead for minutes.
+		// A waiting write is behind at once (with no grace, below).
 		c.BodyMinRate = 1 << 30
 	})
 	s.cloudSlots.grace = 0
@@ -46,11 +45,11 @@ func TestCloudSlotsSlowReadersGiveWay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Every slot is taken by a response that has begun sending.
+	// Every slot is taken by a response whose write waits.
 	deadline := time.Now().Add(10 * time.Second)
-	for !s.cloudSlots.allSending() {
+	for !s.cloudSlots.allWaiting() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d slots taken by responses sending", s.cloudSlots.inUse(), s.cloudSlots.max)
+			t.Fatalf("%d of %d slots taken by responses waiting to write", s.cloudSlots.inUse(), s.cloudSlots.max)
 		}
 		time.Sleep(time.Millisecond) // waits for a state, orders nothing
 	}
@@ -71,14 +70,13 @@ func TestCloudSlotsSlowReadersGiveWay(t *testing.T) {
 	}
 }
 
-// allSending reports whether every slot is taken by a response that has begun
-// sending.
-func (c *cloudSlots) allSending() bool {
+// allWaiting reports whether every slot is taken by a response whose write waits.
+func (c *cloudSlots) allWaiting() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
 	for h := range c.held {
-		if h.sending.Load() != 0 {
+		if h.waiting.Load() != 0 {
 			n++
 		}
 	}

@@ -19,10 +19,15 @@ const DefaultMaxCloudResponses = 32
 // cloudSlots counts the cloud responses in progress, in all and per client address
 // block: one address may hold a quarter of the slots, so a client that opens many
 // downloads cannot keep everybody else's clouds away. And since a client sets the
-// pace of its download, at the cap the slot of a response that has fallen behind
-// --body-min-rate since it began sending goes to the newcomer (as upload slots do):
-// else four addresses reading nothing would hold every slot for --write-timeout at a
-// time, renewably, at no bandwidth. Responses that keep the pace are never cut.
+// pace of its download, at the cap the slot of a response that is behind
+// --body-min-rate goes to the newcomer (as upload slots do): else four addresses
+// reading nothing would hold every slot for --write-timeout at a time, renewably, at
+// no bandwidth. Responses that keep the pace are never cut.
+//
+// Behind means a write that has waited longer than the pace allows for it (plus a
+// grace): the bytes sent since the start would not do, as the socket buffers of both
+// ends take several MiB before a write waits, which at 16 KiB/s is credit for longer
+// than --write-timeout.
 type cloudSlots struct {
 	max, perAddr int
 	rate         int64         // bytes per second a response must keep to keep its slot at the cap
@@ -34,8 +39,8 @@ type cloudSlots struct {
 	freed  chan struct{} // closed, and replaced, when a slot is given back
 }
 
-// cloudGrace is how long a response may send before it must have kept the pace to
-// keep its slot at the cap.
+// cloudGrace is how much longer than the pace allows a write may wait before its
+// response gives its slot away at the cap.
 const cloudGrace = time.Second
 
 func newCloudSlots(max int, rate int64) *cloudSlots {
@@ -52,27 +57,27 @@ func newCloudSlots(max int, rate int64) *cloudSlots {
 var errCloudsBusy = &apiError{status: http.StatusServiceUnavailable, retryAfter: time.Second,
 	detail: "the server is sending as many point clouds as it may at once; retry shortly"}
 
-// cloudHold is one response's slot: when it began sending (unix nanoseconds; 0
-// before, while the cloud is looked up or fetched) and what it has sent since.
+// cloudHold is one response's slot, and since when (unix nanoseconds; 0 when none)
+// a write of how many bytes waits.
 type cloudHold struct {
 	block     netip.Addr
-	sending   atomic.Int64
-	sent      atomic.Int64
+	waiting   atomic.Int64
+	writing   atomic.Int64
 	preempted atomic.Bool
 	// cut ends a write of the response that waits (by moving its write deadline);
 	// nil: the hold cannot be cut and is never preempted.
 	cut func()
 }
 
-// behind reports whether h has sent less than rate bytes a second since grace after
-// it began sending.
-func (h *cloudHold) behind(now time.Time, grace time.Duration, rate int64) bool {
-	start := h.sending.Load()
-	if start == 0 || h.cut == nil {
-		return false
+// behind reports how long h's waiting write has waited beyond grace and what its
+// length takes at rate bytes a second (> 0: behind).
+func (h *cloudHold) behind(now time.Time, grace time.Duration, rate int64) time.Duration {
+	since := h.waiting.Load()
+	if since == 0 || h.cut == nil {
+		return 0
 	}
-	late := now.Sub(time.Unix(0, start)) - grace
-	return late > 0 && float64(h.sent.Load()) < late.Seconds()*float64(rate)
+	allowed := grace + time.Duration(float64(h.writing.Load())/float64(rate)*float64(time.Second))
+	return now.Sub(time.Unix(0, since)) - allowed
 }
 
 // take reserves a slot for a client at addr; call the result to free it. All slots
@@ -107,9 +112,10 @@ func (c *cloudSlots) takeHold(ctx context.Context, addr netip.Addr, h *cloudHold
 		if wait == nil {
 			now := time.Now()
 			var victim *cloudHold
+			var most time.Duration
 			for o := range c.held {
-				if !o.preempted.Load() && o.behind(now, c.grace, c.rate) && (victim == nil || o.sending.Load() < victim.sending.Load()) {
-					victim = o
+				if late := o.behind(now, c.grace, c.rate); late > most && !o.preempted.Load() {
+					victim, most = o, late
 				}
 			}
 			if victim == nil {
@@ -156,20 +162,16 @@ func (c *cloudSlots) inUse() int {
 	return len(c.held)
 }
 
-// takeCloudSlot reserves a cloud-response slot for the request's client. Once the
-// cloud is ready to send, send it through the writer start returns: it counts what
-// is sent for the slot's pace, and ends the response once the slot was preempted.
-func (s *Server) takeCloudSlot(w http.ResponseWriter, r *http.Request) (start func() http.ResponseWriter, release func(), err error) {
+// takeCloudSlot reserves a cloud-response slot for the request's client. Send the
+// cloud through the writer it returns: it tells the slot's pace, and ends the
+// response once the slot was preempted.
+func (s *Server) takeCloudSlot(w http.ResponseWriter, r *http.Request) (send http.ResponseWriter, release func(), err error) {
 	rc := http.NewResponseController(w)
 	h := &cloudHold{cut: func() { _ = rc.SetWriteDeadline(time.Now()) }}
 	if err := s.cloudSlots.takeHold(r.Context(), clientAddr(r, s.cfg.TrustProxy), h); err != nil {
 		return nil, nil, err
 	}
-	start = func() http.ResponseWriter {
-		h.sending.Store(time.Now().UnixNano())
-		return &cloudWriter{ResponseWriter: w, hold: h}
-	}
-	return start, s.cloudSlots.releaser(h), nil
+	return &cloudWriter{ResponseWriter: w, hold: h}, s.cloudSlots.releaser(h), nil
 }
 
 // errCloudPreempted ends a response whose slot went to another (the status is sent by
@@ -186,8 +188,10 @@ func (w *cloudWriter) Write(p []byte) (int, error) {
 	if w.hold.preempted.Load() {
 		return 0, errCloudPreempted
 	}
+	w.hold.writing.Store(int64(len(p)))
+	w.hold.waiting.Store(time.Now().UnixNano())
 	n, err := w.ResponseWriter.Write(p)
-	w.hold.sent.Add(int64(n))
+	w.hold.waiting.Store(0)
 	if err == nil && w.hold.preempted.Load() {
 		err = errCloudPreempted
 	}

@@ -81,7 +81,7 @@ func (s *Server) handleSignedPLY(w http.ResponseWriter, r *http.Request) {
 	defer func() { _ = v.Close() }() // read only
 	h.Set("Content-Type", pointcloud.ContentType)
 	h.Set("Cache-Control", "private, max-age="+strconv.FormatInt(max(0, int64(expires.Sub(s.cfg.Now())/time.Second)), 10))
-	s.serveCloud(send(), r, v)
+	s.serveCloud(send, r, v)
 }
 
 // keepSignedCloud fetches a cloud that a signed URL names into this node's files,
