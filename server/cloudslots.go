@@ -123,8 +123,18 @@ func (c *cloudSlots) takeHold(ctx context.Context, addr netip.Addr, h *cloudHold
 				return errCloudsBusy
 			}
 			victim.preempted.Store(true)
-			victim.cut()
+			freed := c.freed
+			c.mu.Unlock()
+			victim.cut() // outside the lock: an HTTP/2 stream's reset goes through its connection
 			wait = time.After(time.Second)
+			select {
+			case <-freed:
+				continue
+			case <-wait:
+				return errCloudsBusy
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 		freed := c.freed
 		c.mu.Unlock()
