@@ -19,11 +19,14 @@ func TestNoPasswordInMessages(t *testing.T) {
 	t.Setenv("PGPASSWORD", "")
 	t.Setenv("PGPASSFILE", "/nonexistent/gardend-test-pgpass")
 	for form, dsn := range map[string]string{
-		"url userinfo":             "postgres://gardend:Userinfo-S3cret@127.0.0.1:1/gardend?connect_timeout=1",
-		"url query":                "postgres://gardend@127.0.0.1:1/gardend?connect_timeout=1&password=Query-S3cret",
-		"url query, key encoded":   "postgres://gardend@127.0.0.1:1/gardend?connect_timeout=1&pass%77ord=Encoded-S3cret",
-		"url sslpassword":          "postgres://gardend@127.0.0.1:1/gardend?connect_timeout=1&sslpassword=Key-S3cret",
-		"url, raw slash":           "postgres://gardend:Slash/S3cret@127.0.0.1:1/gardend?connect_timeout=1",
+		"url userinfo":           "postgres://gardend:Userinfo-S3cret@127.0.0.1:1/gardend?connect_timeout=1",
+		"url query":              "postgres://gardend@127.0.0.1:1/gardend?connect_timeout=1&password=Query-S3cret",
+		"url query, key encoded": "postgres://gardend@127.0.0.1:1/gardend?connect_timeout=1&pass%77ord=Encoded-S3cret",
+		"url sslpassword":        "postgres://gardend@127.0.0.1:1/gardend?connect_timeout=1&sslpassword=Key-S3cret",
+		"url, raw slash":         "postgres://gardend:Slash/S3cret@127.0.0.1:1/gardend?connect_timeout=1",
+		// pgx takes the first '@' to end the password: "S3cret@127.0.0.1" is its host,
+		// which every connection error names.
+		"url, raw at":              "postgres://gardend:At@S3cret@127.0.0.1:1/gardend?connect_timeout=1",
 		"url, bad port":            "postgres://gardend:Port-S3cret@127.0.0.1:notaport/gardend",
 		"url, bad query":           "postgres://gardend@127.0.0.1:1/gardend?password=Bad-S3cret&sslmode",
 		"keyword":                  "host=127.0.0.1 port=1 password=Keyword-S3cret connect_timeout=1",

@@ -50,7 +50,7 @@ func (o *fieldOptions) addFlags(f *pflag.FlagSet) {
 	f.Int64Var(&o.bodyMinRate, "body-min-rate", server.DefaultBodyMinRate, "slowest pace in bytes per second a request body may keep after --body-timeout (lower it for uploads over very slow links)")
 	f.IntVar(&o.maxUploads, "max-uploads", server.DefaultMaxUploads, "image uploads at once; beyond it 503 with Retry-After")
 	f.IntVar(&o.maxClouds, "max-cloud-responses", server.DefaultMaxCloudResponses, "point-cloud files sent at once (a quarter of them to one client address); beyond it 503 with Retry-After")
-	f.IntVar(&o.maxConns, "max-conns", server.DefaultMaxConns, "open connections in all; at the cap a new one replaces an idle one, or is closed")
+	f.IntVar(&o.maxConns, "max-conns", server.DefaultMaxConns, "open connections in all (and HTTP/2 requests in progress in all); at the cap a new one replaces an idle one, or is closed")
 	f.IntVar(&o.maxConnsPerAddr, "max-conns-per-addr", server.DefaultMaxConnsPerAddr, "open connections from one client address (IPv6: per /64); not applied with --trust-proxy")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS, TLS 1.2 or newer; needs --tls-key")
 	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")

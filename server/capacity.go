@@ -51,14 +51,15 @@ var (
 // read by then (bufferBody), so a slow client never holds a slot while it sends. A
 // client that does not read its answer still holds the slot while the handler waits
 // to write it (up to --write-timeout): over HTTP/1.1 one per connection, so the
-// per-address connection cap bounds what one address holds; over HTTP/2 each slot a
-// connection holds counts as a connection of its address (connLimiter.takeStream).
+// per-address connection cap bounds what one address holds; over HTTP/2 each stream
+// in a handler counts as a connection of its address, and all of them together are at
+// most --max-conns (connLimiter.takeStream).
 func (s *Server) requestSlot(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor == 2 {
 			if lc := limitedConnOf(r); lc != nil {
-				if !lc.l.takeStream(lc) {
-					s.writeError(w, r, errAddrBusy)
+				if err := lc.l.takeStream(lc); err != nil {
+					s.writeError(w, r, err)
 					return
 				}
 				defer lc.l.giveStream(lc)

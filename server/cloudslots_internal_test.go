@@ -19,7 +19,7 @@ import (
 // TestCloudSlotsShares: the slots bound the cloud responses in all, and one address
 // (an IPv6 /64 counts as one) gets a quarter of them, so it cannot hold the rest.
 func TestCloudSlotsShares(t *testing.T) {
-	c := newCloudSlots(8)
+	c := newCloudSlots(8, 0)
 	addr := func(s string) netip.Addr { return netip.MustParseAddr(s) }
 	var releases []func()
 	take := func(a string, want error) {

@@ -47,6 +47,8 @@ type connLimiter struct {
 	open   map[*limitedConn]struct{}
 	byAddr map[netip.Addr]int
 	fresh  int // open connections in http.StateNew
+	// streams are the HTTP/2 streams in handlers (takeStream), at most max.
+	streams int
 
 	refused, evicted atomic.Uint64
 	lastWarn         atomic.Int64 // clock() of the last warning
@@ -269,22 +271,31 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 	}
 }
 
-// takeStream counts a request slot taken by an HTTP/2 stream of c as a connection of
-// c's address: false when the address is at its cap. Over HTTP/1.1 a connection holds
-// at most one slot; without this, one HTTP/2 connection could hold them all.
-func (l *connLimiter) takeStream(c *limitedConn) bool {
+// takeStream counts an HTTP/2 stream of c entering a handler as a connection of c's
+// address, and as one of at most max streams in handlers in all, unless either is at
+// its cap. Over HTTP/1.1 a connection runs at most one handler; without this, one
+// HTTP/2 connection could hold every request slot, and many connections 16 times as
+// many handlers as the connection caps allow, each with its buffers (a download that
+// gave its request slot back and whose client reads nothing holds them up to
+// --write-timeout). The error is the 503 to answer.
+func (l *connLimiter) takeStream(c *limitedConn) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.perAddr > 0 && l.byAddr[c.addr] >= l.perAddr {
-		return false
+	switch {
+	case l.perAddr > 0 && l.byAddr[c.addr] >= l.perAddr:
+		return errAddrBusy
+	case l.streams >= l.max:
+		return errBusy
 	}
 	l.byAddr[c.addr]++
-	return true
+	l.streams++
+	return nil
 }
 
 func (l *connLimiter) giveStream(c *limitedConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.streams--
 	if l.byAddr[c.addr]--; l.byAddr[c.addr] <= 0 {
 		delete(l.byAddr, c.addr)
 	}

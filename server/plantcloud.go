@@ -19,8 +19,8 @@ import (
 // project details say which cloud belongs to it. A cloud whose position is not
 // computed yet is 404 and queued, so asking again shortly finds it; one whose file
 // is gone (evicted by --pointcloud-max-bytes, or kept by another node) is fetched
-// again as the request waits. The file is sent as kept (sendfile where the
-// connection allows) in one of the cloud slots.
+// again as the request waits. The file is sent as kept in one of the cloud slots, at
+// a pace the slot holds it to at the cap.
 func (s *Server) handlePlantPointCloud(w http.ResponseWriter, r *http.Request) {
 	b, bed, err := s.spatialBedFromPath(r)
 	if err != nil {
@@ -46,7 +46,7 @@ func (s *Server) handlePlantPointCloud(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	release, err := s.takeCloudSlot(r)
+	send, release, err := s.takeCloudSlot(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -83,7 +83,7 @@ func (s *Server) handlePlantPointCloud(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("Content-Type", pointcloud.ContentType)
 	h.Set("Content-Disposition", `inline; filename="`+plant.Cloud.UUID+`.ply"`)
-	http.ServeContent(w, r, "", st.ModTime(), f)
+	http.ServeContent(send, r, "", st.ModTime(), f)
 }
 
 // mapTransformHeader is the transform from the cloud's frame into its bed's map

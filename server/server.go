@@ -364,7 +364,7 @@ func newServer(cfg Config) (*Server, error) {
 		cap:      newCapacity(&cfg),
 		compress: newCompressor(cfg.MaxCompressors),
 
-		cloudSlots: newCloudSlots(cfg.MaxCloudResponses),
+		cloudSlots: newCloudSlots(cfg.MaxCloudResponses, cfg.BodyMinRate),
 		photos:     photos,
 		photoFiles: photoFiles,
 		photoWork:  make(chan struct{}, 1),

@@ -32,8 +32,9 @@ func (s *Server) signedPLYRoutes() []route {
 // may read it (the signature, not the origin, is what is checked). Points without a
 // finite x, y and z are left out: the client drops a whole cloud with one NaN in it.
 // The file streams through a small buffer (pointcloud.View) in one of the cloud
-// slots (cloudslots.go); a cloud not kept here any more (evicted, or downloaded by
-// another node of a cluster) is fetched again as the request waits.
+// slots (cloudslots.go), at a pace the slot holds it to at the cap; a cloud not kept
+// here any more (evicted, or downloaded by another node of a cluster) is fetched
+// again as the request waits.
 func (s *Server) handleSignedPLY(w http.ResponseWriter, r *http.Request) {
 	params := httprouter.ParamsFromContext(r.Context())
 	project := params.ByName("project")
@@ -52,7 +53,7 @@ func (s *Server) handleSignedPLY(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, forbidden(err.Error()))
 		return
 	}
-	release, err := s.takeCloudSlot(r)
+	send, release, err := s.takeCloudSlot(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -80,7 +81,7 @@ func (s *Server) handleSignedPLY(w http.ResponseWriter, r *http.Request) {
 	defer func() { _ = v.Close() }() // read only
 	h.Set("Content-Type", pointcloud.ContentType)
 	h.Set("Cache-Control", "private, max-age="+strconv.FormatInt(max(0, int64(expires.Sub(s.cfg.Now())/time.Second)), 10))
-	s.serveCloud(w, r, v)
+	s.serveCloud(send, r, v)
 }
 
 // keepSignedCloud fetches a cloud that a signed URL names into this node's files,

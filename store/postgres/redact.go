@@ -271,10 +271,27 @@ func secretsOf(dsn string, parsed ...string) []string {
 	}
 	fromURL := func(u string) string {
 		rest := u[strings.Index(u, "://")+3:]
+		var pw string
 		if at := strings.IndexAny(rest, "@/"); at >= 0 && rest[at] == '@' {
-			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+			var ok bool
+			if _, pw, ok = strings.Cut(rest[:at], ":"); ok {
 				add(pw)
 				add(percentDecode(pw))
+			}
+			rest = rest[at+1:]
+		}
+		// An '@' left before the query: the rest of a password with a raw '@' (pgx
+		// ends the password at the first one, and makes the remains part of the host,
+		// which connection errors name) or a raw '/' in it. What redactURL masks.
+		head, _, _ := strings.Cut(rest, "?")
+		if at := strings.LastIndexByte(head, '@'); at >= 0 {
+			remains := head[:at]
+			if colon := strings.IndexByte(remains, ':'); colon >= 0 && pw == "" {
+				remains = remains[colon+1:]
+			}
+			for _, s := range append(strings.Split(remains, "@"), remains, pw+"@"+remains) {
+				add(s)
+				add(percentDecode(s))
 			}
 		}
 		if _, query, ok := strings.Cut(rest, "?"); ok {

@@ -163,3 +163,29 @@ func TestScrubbedKeepsTheError(t *testing.T) {
 		t.Errorf("an error without secrets is wrapped: %#v", got)
 	}
 }
+
+// TestScrubbedRawPasswordPieces: a password written into a URL without percent-
+// encoding its '@' is cut by pgx at the first one, and the rest becomes part of the
+// host, which every connection error names ("lookup S3cret@127.0.0.1: no such
+// host"). No piece of the password survives the scrubbing of such a message.
+func TestScrubbedRawPasswordPieces(t *testing.T) {
+	noPasswordEnv(t)
+	for _, pw := range []string{"At@S3cret", "first@second@Third-S3cret", "Sl/ash@S3cret", "Qu?ery@S3cret"} {
+		dsn := "postgres://gardend:" + pw + "@127.0.0.1:1/gardend"
+		cfg, err := pgconn.ParseConfig(dsn)
+		if err != nil {
+			msg := scrubbed(err, secretsOf(dsn)).Error()
+			if strings.Contains(msg, "S3cret") {
+				t.Errorf("%q: the parse error %q holds a piece of the password", dsn, msg)
+			}
+			continue
+		}
+		msg := scrubbed(fmt.Errorf("failed to connect to `user=%s database=%s`: lookup %s: no such host (%s)",
+			cfg.User, cfg.Database, cfg.Host, RedactDSN(dsn)), secretsOf(dsn, cfg.Password)).Error()
+		for piece := range strings.SplitSeq(pw, "@") {
+			if len(piece) >= minSecret && strings.Contains(msg, piece) {
+				t.Errorf("%q (pgx: password %q, host %q): %q holds %q", dsn, cfg.Password, cfg.Host, msg, piece)
+			}
+		}
+	}
+}
