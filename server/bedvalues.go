@@ -53,7 +53,7 @@ func bedValuesOf(b store.Bed, line bedJSON, bed spatial.Bed, coords []*store.Lat
 	doc := bedValuesDoc{Bed: line, Plants: make([]plantJSON, len(bed.Plants))}
 	doc.Bed.Plants, doc.Bed.AsOf = "", nil
 	for i, p := range bed.Plants {
-		doc.Plants[i] = newPlantJSON(b.ID, p, coords[i], now)
+		doc.Plants[i] = newPlantJSON(b.ID, bedName(b, &bed), p, coords[i], now)
 	}
 	data, _ := json.Marshal(doc) // plain values: cannot fail
 	return store.BedValues{Bed: b.ID, Garden: b.Garden, At: now, Data: data}

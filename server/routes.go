@@ -34,6 +34,9 @@ func (s *Server) allRoutes() []route {
 	rs = append(rs, s.readinessRoutes()...)
 	rs = append(rs, s.sceneRoutes()...)
 	rs = append(rs, s.signedPLYRoutes()...)
+	rs = append(rs, s.logRoutes()...)
+	rs = append(rs, s.photoRoutes()...)
+	rs = append(rs, s.exportRoutes()...)
 	return rs
 }
 
@@ -66,11 +69,10 @@ func (s *Server) buildHandler() http.Handler {
 		if rt.maxBody > 0 {
 			limit = rt.maxBody
 		}
-		// Logs and metrics name the route as docs/openapi.yaml does ({company_id}).
-		h = withRoute(openAPIPath(rt.path), s.limitBody(limit, h))
-		r.Handler(rt.method, rt.path, h)
+		h = s.compressed(rt.method, rt.path, s.limitBody(limit, h))
+		r.Handler(rt.method, rt.path, withRoute(s.newRouteTag(rt.method, rt.path), h))
 		if rt.method == http.MethodGet {
-			r.Handler(http.MethodHead, rt.path, headOnly(h))
+			r.Handler(http.MethodHead, rt.path, headOnly(withRoute(s.newRouteTag(http.MethodHead, rt.path), h)))
 		}
 	}
 	h := s.observe(s.cors(r))

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/gardend/gardend/imagestore"
 	"github.com/gardend/gardend/server/metrics"
+	"github.com/gardend/gardend/server/photo"
 	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
@@ -37,6 +39,9 @@ type Config struct {
 	// with any.
 	DataDir string
 	Addr    string
+	// Listener, when set, is where Run serves instead of listening on Addr (the one
+	// AwaitStore answered on while the database was down).
+	Listener net.Listener
 	// TokenTTL is the lifetime of a login token.
 	TokenTTL time.Duration
 	// CORSOrigins lists the browser origins other than the server's own that may read
@@ -45,6 +50,12 @@ type Config struct {
 	// MaxBodyBytes limits JSON bodies; MaxImageBytes the image upload body.
 	MaxBodyBytes  int64
 	MaxImageBytes int64
+	// Log photos (photos.go): MaxPhotoBytes limits an upload's body, MaxPhotoPixels
+	// what it may decode to (photo.Limits), PhotoStorageBytes what all photos may keep
+	// together (0: no limit; 507 beyond).
+	MaxPhotoBytes     int64
+	MaxPhotoPixels    int64
+	PhotoStorageBytes int64
 	// TrustProxy honours X-Forwarded-Proto/Host when building absolute URLs, and the
 	// last X-Forwarded-For entry as the client address (login limits).
 	TrustProxy bool
@@ -57,6 +68,12 @@ type Config struct {
 	// together at most MaxHashing × Argon2.Memory.
 	Argon2     store.Argon2Params
 	MaxHashing int
+	// MaxCompressors bounds the answers gzip-compressed at once (compress.go); 0 takes
+	// two per core.
+	MaxCompressors int
+	// HashingProcs gives hashes Ps of their own while they run (hashing.go): for the
+	// process that serves (gardend serve); tests leave GOMAXPROCS alone.
+	HashingProcs bool
 	// AdminSocket enables the CLI's Unix socket in the data directory.
 	AdminSocket bool
 	// Demo seeds a demo account and demo data at start, and runs an in-process demo
@@ -76,6 +93,9 @@ type Config struct {
 	// network read as one JSON document (compatgap.go); 0 (the default) sends each
 	// line as soon as it is ready.
 	CompatLineGap time.Duration
+	// CompatPlantMap answers as the original PlantMap server where its unchanged web
+	// client needs it (--compat plantmap, compatplantmap.go).
+	CompatPlantMap bool
 	// SpatialProjects says who may list every project of the spatial server
 	// (spatialprojects.go): SpatialProjectsGardenAdmins (the default) or
 	// SpatialProjectsSiteAdmins, for a spatial server shared by several tenants.
@@ -108,6 +128,9 @@ type Config struct {
 	BodyMinRate     int64
 	BodyBufferBytes int64
 	MaxUploads      int
+	// MaxCloudResponses point-cloud files are sent at once, a quarter of them to one
+	// client address (cloudslots.go); 503 beyond. Default DefaultMaxCloudResponses.
+	MaxCloudResponses int
 	// Open connections (connlimit.go): MaxConns in all, MaxConnsPerAddr from one
 	// client address (an IPv6 /64); the per-address cap is off with TrustProxy.
 	MaxConns        int
@@ -138,6 +161,7 @@ const (
 	DefaultTokenTTL      = 10 * time.Hour
 	DefaultMaxBodyBytes  = 1 << 20
 	DefaultMaxImageBytes = 64 << 20
+	DefaultMaxPhotoBytes = 16 << 20
 	// DefaultMaxBedsPerGarden: far above a farm's beds (the seed has 6), far below the
 	// thousands of made-up beds that let one tenant slow every other's listings.
 	DefaultMaxBedsPerGarden = 500
@@ -163,6 +187,12 @@ func (c *Config) setDefaults() {
 	if c.MaxImageBytes <= 0 {
 		c.MaxImageBytes = DefaultMaxImageBytes
 	}
+	if c.MaxPhotoBytes <= 0 {
+		c.MaxPhotoBytes = DefaultMaxPhotoBytes
+	}
+	if c.MaxPhotoPixels <= 0 {
+		c.MaxPhotoPixels = photo.DefaultMaxPixels
+	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -186,6 +216,10 @@ func (c *Config) setDefaults() {
 	}
 	if c.SpatialProjects == "" {
 		c.SpatialProjects = SpatialProjectsGardenAdmins
+	}
+	if c.MaxCompressors <= 0 {
+		// Two per core keep the cores busy at most; each holds about 1 MiB.
+		c.MaxCompressors = 2 * runtime.NumCPU()
 	}
 	if c.MaxBedsPerGarden == 0 {
 		c.MaxBedsPerGarden = DefaultMaxBedsPerGarden
@@ -213,13 +247,22 @@ type Server struct {
 	// directory uploads stream into first (images/ itself with files).
 	images  store.ImageContent
 	uploads *imagestore.Store
+	// photos holds the log photos' bytes; photoFiles is the directory a photo
+	// streams into first (photos/ itself with files, the upload directory with a
+	// shared backend); photoWork admits one photo decode at a time (photos.go).
+	photos     store.PhotoContent
+	photoFiles *imagestore.Store
+	photoWork  chan struct{}
 	// shared is the backend when several nodes share it (nil with bbolt).
 	shared store.Shared
 	pw     *store.Passwords
 	// decoy is what a login with no hash to check runs (decoy.go).
-	decoy   atomic.Pointer[store.Decoy]
-	admin   *Admin
-	metrics *metrics.Metrics
+	decoy atomic.Pointer[store.Decoy]
+	procs *hashingProcs // nil without Config.HashingProcs
+	// compress holds the gzip writers of compressed answers (compress.go).
+	compress *compressor
+	admin    *Admin
+	metrics  *metrics.Metrics
 	// pingDB checks the database answers; shared by /readyz and Alive.
 	pingDB  func(context.Context) error
 	handler http.Handler
@@ -235,10 +278,13 @@ type Server struct {
 	tlsConfig     *tls.Config
 	// spatial and clouds are nil without a spatial data server; cloudFiles are the
 	// kept point clouds.
-	spatial    *spatial.Client
-	clouds     *pointcloud.Pool
-	cloudFiles *pointcloud.Files
-	demo       *demoSpatial
+	spatial *spatial.Client
+	// spatialDown: the last spatial check failed (checkSpatial logs the changes).
+	spatialDown atomic.Bool
+	clouds      *pointcloud.Pool
+	cloudFiles  *pointcloud.Files
+	cloudSlots  *cloudSlots
+	demo        *demoSpatial
 	// signer signs the URLs of kept point clouds.
 	signer urlSigner
 	// demoGarden is the demo garden's path, set by Run before Ready.
@@ -316,16 +362,26 @@ func newServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	photoFiles, photos, err := openPhotos(cfg.DataDir, st)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		store:   st,
-		images:  images,
-		uploads: uploads,
-		shared:  cluster,
-		pw:      store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
-		ready:   make(chan struct{}),
-		cap:     newCapacity(&cfg),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		store:    st,
+		images:   images,
+		uploads:  uploads,
+		shared:   cluster,
+		pw:       store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
+		ready:    make(chan struct{}),
+		cap:      newCapacity(&cfg),
+		compress: newCompressor(cfg.MaxCompressors),
+
+		cloudSlots: newCloudSlots(cfg.MaxCloudResponses, cfg.BodyMinRate),
+		photos:     photos,
+		photoFiles: photoFiles,
+		photoWork:  make(chan struct{}, 1),
 
 		metrics: m,
 		pingDB:  shared(st.Ping),
@@ -341,6 +397,13 @@ func newServer(cfg Config) (*Server, error) {
 		s.log.Warn().Err(err).Msg("password hashes run at normal priority, competing with requests: " +
 			"a hashing thread's priority cannot be lowered (allow setpriority in the unit's SystemCallFilter, see docs/deploy.md)")
 	})
+	if cfg.HashingProcs {
+		s.procs = &hashingProcs{extra: cfg.MaxHashing, linger: hashingProcsLinger, running: func() int {
+			n, _ := s.pw.Queue()
+			return n
+		}}
+		s.pw.OnHashing(s.procs.changed)
+	}
 	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
 	}
@@ -390,9 +453,11 @@ func (s *Server) Addr() string {
 // Run listens on cfg.Addr and serves until ctx is cancelled, then stops accepting,
 // waits up to ShutdownTimeout for in-flight requests and returns.
 func (s *Server) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	ln, err := s.cfg.Listener, error(nil)
+	if ln == nil {
+		if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -444,6 +509,7 @@ func (s *Server) Run(ctx context.Context) error {
 		perAddr = 0 // every connection comes from the proxy; it limits per client
 	}
 	lim := newConnLimiter(ln, s.cfg.MaxConns, perAddr, s.log)
+	lim.bodyRate = s.cfg.BodyMinRate
 	s.conns.Store(lim)
 	hs := s.newHTTPServer(ctx, s.handler)
 	hs.ConnState = lim.track
@@ -480,6 +546,9 @@ func (s *Server) Run(ctx context.Context) error {
 // Close releases the spatial client, the demo spatial server and the store. Call it
 // after Run returns.
 func (s *Server) Close() error {
+	if s.procs != nil {
+		s.procs.stop()
+	}
 	s.closeSpatial()
 	if s.sync != nil {
 		s.sync.Close()
@@ -512,6 +581,7 @@ func (s *Server) sweepTokens(ctx context.Context) {
 			}
 			if s.shared != nil {
 				s.sweepSharedImages(ctx)
+				s.sweepSharedPhotos(ctx)
 			}
 		}
 	}

@@ -95,8 +95,17 @@ type BedStore interface {
 	// no limit): one more is ErrTooManyBeds, checked in the same transaction as the
 	// insert. A garden that has more already keeps them.
 	CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (Bed, error)
+	// CreateBedFor is CreateBedUpTo for a user, who may be refused a project other
+	// gardens have beds of: in the same transaction it reads those beds, each with
+	// what userID holds on its garden, and calls allow with them (none: allow is not
+	// called); an error of allow is returned as it is and nothing is written. allow
+	// runs inside the transaction, perhaps more than once: it must only decide.
+	CreateBedFor(userID, gardenID uint64, uuid, name string, maxBeds int, allow func([]ProjectBed) error) (Bed, error)
 	Bed(gardenID, bedID uint64) (Bed, error)
 	BedsOfGarden(gardenID uint64) ([]Bed, error)
+	// BedsOfProject returns the beds registered for a project, in every garden, by
+	// ascending id (through an index on the project).
+	BedsOfProject(uuid string) ([]Bed, error)
 	DeleteBed(gardenID, bedID uint64) (Removed, error)
 	Beds() ([]Bed, error)
 	BedStatuses() ([]BedStatus, error)
@@ -181,6 +190,7 @@ type Backend interface {
 	Maintenance
 	Archiver
 	Importer
+	LogStore
 	// Sync between sites (docs/sync.md).
 	ChangeFeed
 	BedValueStore

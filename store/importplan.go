@@ -62,12 +62,14 @@ type ImportRecords struct {
 	Map          []ImportMapEntry
 }
 
-// PlanImport works out against view what applying in would do.
+// PlanImport works out against view what applying in would do. Text no store keeps
+// (control characters, invalid UTF-8) is repaired, each repair a warning.
 func PlanImport(view ImportView, in Import) (ImportPlan, error) {
-	if in.Source == "" || strings.IndexByte(in.Source, 0) >= 0 {
-		return ImportPlan{}, Invalid("source", "an import needs a source name")
+	if in.Source == "" || !CleanText(in.Source) {
+		return ImportPlan{}, Invalid("source", "an import needs a source name, as text without control characters")
 	}
-	p := &planner{view: view, in: in, plan: ImportPlan{Kinds: map[ImportKind]*KindPlan{}}}
+	in, repaired := repairImport(in)
+	p := &planner{view: view, in: in, plan: ImportPlan{Kinds: map[ImportKind]*KindPlan{}, Problems: repaired}}
 	p.validate()
 	p.kinds()
 	if p.err != nil {
@@ -100,6 +102,7 @@ func PrepareImport(view ImportView, in Import, expect ImportPlan, images map[uin
 	if !plan.HasNew() {
 		return plan, nil, ErrNothingToImport
 	}
+	in, _ = repairImport(in) // as PlanImport planned it
 	recs, err := plan.records(view, in, images, now)
 	return plan, recs, err
 }

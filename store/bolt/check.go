@@ -23,6 +23,7 @@ func (s *Store) CheckIndexes() error {
 		c.permissions()
 		c.beds()
 		c.clouds()
+		c.logs()
 		return errors.Join(c.errs...)
 	})
 }

@@ -85,9 +85,10 @@ func (s *Store) GardensVisibleTo(userID uint64) ([]store.Garden, error) {
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		member := map[uint64]bool{}
 		var ids []uint64
+		companyGardens := tx.Bucket(bucketCompanyGardens) // opened once (getEach says why)
 		for _, companyID := range idsUnder(tx.Bucket(bucketUserCompany), itob(userID)) {
 			member[companyID] = true
-			ids = append(ids, idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID))...)
+			ids = append(ids, idsUnder(companyGardens, itob(companyID))...)
 		}
 		c := tx.Bucket(bucketUserGarden).Cursor()
 		prefix := itob(userID)
@@ -99,7 +100,7 @@ func (s *Store) GardensVisibleTo(userID uint64) ([]store.Garden, error) {
 		}
 		slices.Sort(ids)
 		var err error
-		out, err = getEach(tx, getGarden, ids)
+		out, err = getEach[store.Garden](tx, bucketGardens, "garden", ids)
 		return err
 	})
 	return out, err
@@ -113,7 +114,7 @@ func (s *Store) GardensOfCompany(companyID uint64) ([]store.Garden, error) {
 			return err
 		}
 		var err error
-		out, err = getEach(tx, getGarden, idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID)))
+		out, err = getEach[store.Garden](tx, bucketGardens, "garden", idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID)))
 		return err
 	})
 	return out, err
@@ -134,7 +135,7 @@ func (s *Store) CompanyGardensVisibleTo(companyID, userID uint64) ([]store.Garde
 			ids = idsUnder(tx.Bucket(bucketUserGarden), pairKey(userID, companyID))
 		}
 		var err error
-		out, err = getEach(tx, getGarden, ids)
+		out, err = getEach[store.Garden](tx, bucketGardens, "garden", ids)
 		return err
 	})
 	return out, err
@@ -159,6 +160,9 @@ func (s *Store) DeleteGarden(companyID, gardenID uint64) (store.Removed, error) 
 // deleteGarden removes g and everything that hangs off it, recording in r what lives
 // outside the database.
 func deleteGarden(tx *bbolt.Tx, g store.Garden, r *store.Removed) error {
+	if err := deleteGardenLogs(tx, g.ID, r); err != nil {
+		return err
+	}
 	for _, bedID := range idsUnder(tx.Bucket(bucketGardenBeds), itob(g.ID)) {
 		b, err := getBed(tx, bedID)
 		if err != nil {

@@ -38,6 +38,15 @@ var (
 
 	bucketImportMap = []byte("import_map") // source|0|kind|0|sourceID → id (import.go)
 
+	// The logbook (logs.go, photos.go).
+	bucketLogs         = []byte("logs")           // id → store.ArchivedLog
+	bucketLogIndex     = []byte("log_index")      // gardenID|term|0|^at|^id → nil
+	bucketTasks        = []byte("log_tasks")      // assigneeID|at|id → gardenID, pending tasks
+	bucketPhotos       = []byte("photos")         // id → store.Photo
+	bucketLogPhotos    = []byte("log_photos")     // logID|photoID → nil
+	bucketPlantIDs     = []byte("plant_ids")      // project|0|name → id
+	bucketPlantIDNames = []byte("plant_id_names") // project|0|id → name
+
 	// Replication between sites (server/sitesync, changes.go, replica.go).
 	bucketChanges        = []byte("changes")         // seq → store.Change; its sequence numbers them
 	bucketBedValues      = []byte("bed_values")      // bedID → store.BedValues
@@ -52,6 +61,7 @@ var allBuckets = [][]byte{
 	bucketBeds, bucketGardenBeds, bucketBedUUIDs,
 	bucketPositions, bucketCloudJobs,
 	bucketImportMap,
+	bucketLogs, bucketLogIndex, bucketTasks, bucketPhotos, bucketLogPhotos, bucketPlantIDs, bucketPlantIDNames,
 	bucketChanges, bucketBedValues, bucketReplicaCursors,
 }
 
@@ -66,10 +76,13 @@ var migrations = []func(tx *bbolt.Tx) error{
 	indexUsernameLooks,
 	// 2 → 3: re-index it with Unicode's confusables, case-folded (usernames.go).
 	reindexUsernameLooks,
-	// 3 → 4: the change feed, bed values and replica cursors of sync between sites
+	// 3 → 4: the logbook's buckets (created on open); the version keeps a gardend
+	// that does not know them from opening the file and orphaning their records.
+	func(*bbolt.Tx) error { return nil },
+	// 4 → 5: the change feed, bed values and replica cursors of sync between sites
 	// (changes.go); their buckets are created before migrations run. The version
 	// keeps an older gardend, which would write without recording changes, off the
-	// file.
+	// file. A step of its own: if another step lands first, this one moves after it.
 	func(*bbolt.Tx) error { return nil },
 }
 
@@ -88,15 +101,24 @@ func (s *Store) migrate() error { return s.migrateWith(migrations) }
 // back, then still has the data as it was. Without that copy nothing is migrated.
 func (s *Store) migrateWith(steps []func(tx *bbolt.Tx) error) error {
 	var version uint64
+	complete := true // every bucket exists
 	if err := s.db.View(func(tx *bbolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil {
 			if v := meta.Get(keySchemaVersion); v != nil {
 				version = btoi(v)
 			}
 		}
+		for _, name := range allBuckets {
+			complete = complete && tx.Bucket(name) != nil
+		}
 		return nil
 	}); err != nil {
 		return err
+	}
+	if complete && version == uint64(len(steps)) {
+		// Nothing to do: no write transaction, whose two fsyncs would delay every
+		// start (about 5 ms on a VM's disk, more on an SD card).
+		return nil
 	}
 	if version > 0 && version < uint64(len(steps)) {
 		path, err := s.backupBeforeMigration(version)

@@ -89,6 +89,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, max(s.timeout, 30*time.Second))
 	defer cancel()
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Nodes starting together wait here for the first one's migration.
+		if err := unbounded(ctx, tx, lockingIdle); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 			return err
 		}

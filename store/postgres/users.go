@@ -67,6 +67,9 @@ func looksOf(name string) []any {
 // lookalike names share a look, so they run one after the other and the second sees
 // the first's row.
 func claimUsername(ctx context.Context, tx pgx.Tx, name string, id uint64) error {
+	if !store.CleanText(name) {
+		return nil // no account has such a name (nor can PostgreSQL compare it): free, as on bbolt
+	}
 	looks := store.UsernameLooks(name)
 	locks := slices.Sorted(slices.Values(looks))
 	for _, look := range locks {
@@ -271,6 +274,9 @@ func (s *Store) PasswordHashKinds() ([]store.HashKindCount, error) {
 // normalised (an archive of an older bbolt install) whose name normalises the same.
 // All three share the name's first look, so one indexed query finds the candidates.
 func userIDByName(ctx context.Context, q querier, username string) (uint64, bool, error) {
+	if !store.CleanText(username) {
+		return 0, false, nil // no account has such a name (nor can PostgreSQL compare it), as on bbolt
+	}
 	normal := store.NormalizeUsername(username)
 	rows, err := q.Query(ctx, `SELECT id, username FROM users WHERE username = $1 OR username_look = $2`,
 		username, store.UsernameLooks(username)[0])
@@ -310,13 +316,15 @@ func userIDByName(ctx context.Context, q querier, username string) (uint64, bool
 
 // ReplacePasswordHash swaps the user's hash for a new hash of the same password, in
 // one conditional UPDATE: only over the hash it expects, so a password change that
-// committed first wins. Tokens and the credentials generation stay.
+// committed first wins. Tokens and the credentials generation stay. A hash that is
+// the replacement already counts as replaced: replacement is freshly salted, so only
+// this call (a try whose answer was lost) can have stored it.
 func (s *Store) ReplacePasswordHash(userID uint64, old, replacement string) (bool, error) {
 	var replaced bool
 	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
 		var exists bool
 		err := tx.QueryRow(ctx, `WITH u AS (
-				UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2 RETURNING id)
+				UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash IN ($2, $3) RETURNING id)
 			SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM users WHERE id = $1)`,
 			userID, old, replacement).Scan(&replaced, &exists)
 		switch {
