@@ -33,3 +33,29 @@ func (s *Server) atHome(kind string, id uint64) error {
 	return &apiError{status: http.StatusConflict,
 		detail: kind + " " + idText(id) + " is managed at site " + name + "; change it there"}
 }
+
+// logAtHome adds to a log's rule of who may write it that the write happens at the
+// log's home (its garden's, for a new log): checked after the caller's rights, so a
+// caller without them hears 403 as anywhere, and one with them 409 naming the home.
+func (s *Server) logAtHome(authorize store.LogAuthorizer) store.LogAuthorizer {
+	return func(old *store.Log, next store.Log) error {
+		if err := authorize(old, next); err != nil {
+			return err
+		}
+		if old == nil {
+			return s.atHome("garden", next.Garden)
+		}
+		return s.atHome("log", old.ID)
+	}
+}
+
+// logActionAtHome is logAtHome for what is done to a whole log (its deletion, its
+// photos).
+func (s *Server) logActionAtHome(allowed func(store.Log) error) func(store.Log) error {
+	return func(l store.Log) error {
+		if err := allowed(l); err != nil {
+			return err
+		}
+		return s.atHome("log", l.ID)
+	}
+}

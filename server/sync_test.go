@@ -198,6 +198,41 @@ func TestSyncTwoBoxesOneOffice(t *testing.T) {
 	if detail, _ := res.problem(t); res.code != http.StatusConflict || !strings.Contains(detail, "is managed at site office") {
 		t.Errorf("the agronomist renamed at farm A: %d %s", res.code, detail)
 	}
+	// The logbook: a task given at farm A to the office's agronomist, and the
+	// agronomist's observation there, reach the office; there they are read, listed
+	// among the agronomist's tasks, and written only at their home.
+	logsA, logsO := gardenPath(gA.Company, gA.ID)+"/logs", gardenPath(gAo.Company, gAo.ID)+"/logs"
+	var task, seen store.Log
+	farmA.must(http.StatusCreated, "POST", logsA, demoA,
+		map[string]string{"type": "task", "title": "Scout for aphids", "assignee": "agronomist"}).decode(t, &task)
+	farmA.must(http.StatusCreated, "POST", logsA, agroA, map[string]string{"type": "observation", "title": "Aphids on the north bed"}).decode(t, &seen)
+	seenO := u64(store.GlobalID(2, seen.ID))
+	synced(t, "farm A's logs at the office", func() bool {
+		return office.do("GET", logsO+"/"+seenO, agro, nil).code == http.StatusOK
+	})
+	var tasks struct{ Tasks []store.Log }
+	office.must(http.StatusOK, "GET", "/tasks", agro, nil).decode(t, &tasks)
+	if len(tasks.Tasks) != 1 || tasks.Tasks[0].ID != store.GlobalID(2, task.ID) || tasks.Tasks[0].Author != server.DemoUsername {
+		t.Errorf("the agronomist's tasks at the office: %+v", tasks)
+	}
+	wantHome(office.do("PUT", logsO+"/"+seenO, agro, map[string]string{"title": "Ladybirds"}), "the agronomist's log edited at the office")
+	wantHome(office.do("DELETE", logsO+"/"+seenO, agro, nil), "the agronomist's log deleted at the office")
+	wantHome(office.do("POST", logsO, agro, map[string]string{"type": "observation", "title": "x"}), "a log of farm A's garden at the office")
+	if res := office.do("POST", logsO, agro, map[string]string{"type": "task", "title": "x"}); res.code != http.StatusForbidden {
+		t.Errorf("a reader makes a task at the office: %d, want 403", res.code)
+	}
+	if res := office.do("PUT", logsO+"/"+seenO, stranger, map[string]string{"title": "x"}); res.code != http.StatusNotFound {
+		t.Errorf("a stranger edits a replica log: %d, want 404", res.code)
+	}
+	// Edited and deleted at its home: so at the office.
+	farmA.must(http.StatusOK, "PUT", logsA+"/"+u64(task.ID), agroA, map[string]string{"status": "done"})
+	farmA.must(http.StatusOK, "DELETE", logsA+"/"+u64(seen.ID), agroA, nil)
+	synced(t, "the log's deletion and the task done at the office", func() bool {
+		var tasks struct{ Tasks []store.Log }
+		office.must(http.StatusOK, "GET", "/tasks", agro, nil).decode(t, &tasks)
+		return office.do("GET", logsO+"/"+seenO, agro, nil).code == http.StatusNotFound && len(tasks.Tasks) == 0
+	})
+
 	// At its home, the same write works, and reaches the office.
 	farmA.must(http.StatusOK, "PUT", "/user", demoA, map[string]string{"first_name": "Renamed"})
 	synced(t, "the rename at the office", func() bool {

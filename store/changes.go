@@ -18,7 +18,7 @@ import (
 // its ids in each backend's snapshot (StartChangeFeed), parents before children.
 
 // Kinds of change besides the archive kinds that replicate (KindUser, KindCompany,
-// KindGarden, KindBed, KindCompanyPermission, KindGardenPermission). A user's widgets
+// KindGarden, KindBed, KindCompanyPermission, KindGardenPermission, KindLog). A user's widgets
 // document travels as part of the user.
 const (
 	// KindGardenImage is a garden's picture and its coordinates (ID: the garden, Ref:
@@ -33,7 +33,7 @@ const (
 // only refers to records of kinds before it.
 var SnapshotKinds = []string{
 	KindUser, KindCompany, KindGarden, KindGardenImage, KindBed,
-	KindCompanyPermission, KindGardenPermission, KindBedValues,
+	KindCompanyPermission, KindGardenPermission, KindBedValues, KindLog,
 }
 
 // Change is one entry of the change feed: the record of kind with id changed (or was

@@ -47,6 +47,11 @@ type ReplicaWriter interface {
 	PutGardenPermission(p GardenPermission) error
 	DeleteGardenPermission(gardenID, userID uint64) error
 	PutBedValues(v BedValues) error
+	// PutLog creates or replaces the log as its home keeps it; its garden and users
+	// must be here (a bed it names need not be: a log keeps a deleted bed's id).
+	PutLog(l ArchivedLog) error
+	// DeleteLog deletes the log with its photos; one gone already is no error.
+	DeleteLog(id uint64) error
 }
 
 // ReplicaStore keeps the replicas and, per site, the last sequence applied from it.

@@ -14,6 +14,9 @@ func diff(box, office store.Backend, site uint32) []string {
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	g := func(id uint64) uint64 { return store.GlobalID(site, id) }
 	homed := func(id uint64) bool { return store.HomeSite(id) == site }
+	// A user is known at the office by its id there: an office user's replica at
+	// the box by its office id.
+	atOffice := func(user uint64) uint64 { return store.LocalID(store.OfficeSite, g(user)) }
 
 	busers, err1 := box.ListUsers()
 	ousers, err2 := office.ListUsers()
@@ -92,6 +95,32 @@ func diff(box, office store.Backend, site uint32) []string {
 				bad("garden %d: picture coordinates differ (%v)", bg.ID, err)
 			}
 		}
+		bl, err1 := allLogs(box, bg.ID)
+		ol, err2 := allLogs(office, og.ID)
+		if err1 != nil || err2 != nil {
+			bad("garden %d: logs: %v, %v", bg.ID, err1, err2)
+		} else if len(bl) != len(ol) {
+			bad("garden %d: %d logs at the office, %d at the box", bg.ID, len(ol), len(bl))
+		} else {
+			for i := range bl {
+				want, got := store.ArchivedLogOf(bl[i]), store.ArchivedLogOf(ol[i])
+				want.ID, want.Garden, want.AuthorID = g(want.ID), g(want.Garden), atOffice(want.AuthorID)
+				if want.AssigneeID != 0 {
+					want.AssigneeID = atOffice(want.AssigneeID)
+				}
+				wantBed, gotBed := uint64(0), uint64(0)
+				if want.Bed != nil {
+					wantBed = g(*want.Bed)
+				}
+				if got.Bed != nil {
+					gotBed = *got.Bed
+				}
+				want.Bed, got.Bed = nil, nil // compared by value, not by pointer
+				if fmt.Sprint(want) != fmt.Sprint(got) || wantBed != gotBed {
+					bad("log %d: %+v at the office, %+v wanted", bl[i].ID, got, want)
+				}
+			}
+		}
 		bv, _ := box.BedValuesOfGarden(bg.ID)
 		ov, _ := office.BedValuesOfGarden(og.ID)
 		if len(bv) != len(ov) {
@@ -127,9 +156,6 @@ func diff(box, office store.Backend, site uint32) []string {
 		level        store.Level
 	}
 	var wantP, gotP []perm
-	// A user is known at the office by its id there: an office user's replica at
-	// the box by its office id.
-	atOffice := func(user uint64) uint64 { return store.LocalID(store.OfficeSite, g(user)) }
 	for _, p := range bp.Company {
 		wantP = append(wantP, perm{g(p.Company), atOffice(p.UserID), g(p.ID), p.Level})
 	}
@@ -158,6 +184,23 @@ func diff(box, office store.Backend, site uint32) []string {
 		bad("permissions: %v at the office, %v at the box", gotP, wantP)
 	}
 	return out
+}
+
+// allLogs lists every log of the garden, page after page.
+func allLogs(st store.Backend, garden uint64) ([]store.Log, error) {
+	var out []store.Log
+	f := store.LogFilter{Limit: store.MaxLogPage}
+	for {
+		page, err := st.ListLogs(garden, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Logs...)
+		if page.Next == nil {
+			return out, nil
+		}
+		f.After = page.Next
+	}
 }
 
 func cmpUint(a, b uint64) int {

@@ -54,6 +54,20 @@ func writes(t *testing.T, b *testBox, round, n int) {
 		if err := b.st.PutBedValues(store.BedValues{Bed: bed.ID, Garden: g.ID, At: time.Now(), Data: json.RawMessage(`{"n":` + fmt.Sprint(i) + `}`)}); err != nil {
 			t.Fatal(err)
 		}
+		// The logbook: an observation on the bed, a task for the garden's user; some
+		// done, some deleted.
+		seen := must[store.Log](t)(b.st.CreateLog(g.ID, owner.ID, store.LogPatch{Type: ptr(store.LogObservation),
+			Title: ptr("aphids " + name), Bed: ptr(bed.ID)}, nil))
+		task := must[store.Log](t)(b.st.CreateLog(g.ID, owner.ID, store.LogPatch{Type: ptr(store.LogTask),
+			Title: ptr("spray " + name), Assignee: ptr(u.Username)}, nil))
+		switch i % 3 {
+		case 1:
+			must[store.Log](t)(b.st.UpdateLog(g.ID, task.ID, store.LogPatch{Status: ptr(store.LogDone)}, nil))
+		case 2:
+			if _, err := b.st.DeleteLog(g.ID, seen.ID, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if i%5 == 0 {
 			path, _, err := b.images.PutImage(ctx, g.ID, bytes.NewReader(randomBytes(20<<10)))
 			if err != nil {
@@ -174,6 +188,7 @@ func TestForgedChanges(t *testing.T) {
 	hub, ost := officeWithHub(t)
 	officeUser := must[store.User](t)(ost.CreateUser(store.NewUser{Username: "boss", FirstName: "B", LastName: "O", PasswordHash: "office-hash"}))
 	officeCompany := must[store.Company](t)(ost.CreateCompany(officeUser.ID, "HQ"))
+	officeGarden := must[store.Garden](t)(ost.CreateGarden(officeCompany.ID, "HQ lawn"))
 	var logs syncBuffer
 	o, err := StartOffice(OfficeConfig{Store: ost, HubURL: hub.ClientURL(), Node: "n1", Logger: zerolog.New(&logs),
 		Poll: 200 * time.Millisecond, Lease: 3 * time.Second})
@@ -239,8 +254,16 @@ func TestForgedChanges(t *testing.T) {
 		{Site: bb, Seq: 4, Kind: store.KindCompany, ID: store.GlobalID(bb, 6), Rec: rec(store.Company{ID: store.GlobalID(bb, 6), Name: "b's"})},
 		// The office's company deleted by farm-a.
 		{Site: a, Seq: 5, Kind: store.KindCompany, ID: store.GlobalID(store.OfficeSite, officeCompany.ID), Deleted: true},
+		// A log of farm-a's written into the office's garden.
+		{Site: a, Seq: 6, Kind: store.KindLog, ID: store.GlobalID(a, 3), Rec: rec(store.ArchivedLog{ID: store.GlobalID(a, 3),
+			Garden: store.GlobalID(store.OfficeSite, officeGarden.ID), Type: store.LogObservation, Title: "planted", Status: store.LogDone,
+			AuthorID: store.GlobalID(store.OfficeSite, officeUser.ID), At: time.Now(), Created: time.Now(), Updated: time.Now()})},
+		// A log of farm-a's naming a bed of farm-b's.
+		{Site: a, Seq: 7, Kind: store.KindLog, ID: store.GlobalID(a, 4), Rec: rec(store.ArchivedLog{ID: store.GlobalID(a, 4),
+			Garden: store.GlobalID(a, 9), Bed: ptr(store.GlobalID(bb, 2)), Type: store.LogObservation, Title: "b's bed", Status: store.LogDone,
+			AuthorID: store.GlobalID(a, 1), At: time.Now(), Created: time.Now(), Updated: time.Now()})},
 		// And one of its own, which stands.
-		{Site: a, Seq: 6, Kind: store.KindCompany, ID: store.GlobalID(a, 1), Rec: rec(store.Company{ID: store.GlobalID(a, 1), Name: "farm a"})},
+		{Site: a, Seq: 8, Kind: store.KindCompany, ID: store.GlobalID(a, 1), Rec: rec(store.Company{ID: store.GlobalID(a, 1), Name: "farm a"})},
 	}
 	for _, m := range forged {
 		data, _ := json.Marshal(m)
@@ -254,10 +277,10 @@ func TestForgedChanges(t *testing.T) {
 	})
 	waitFor(t, 10*time.Second, "the last forgery counted", func() bool {
 		_, refused := counters(o, a)
-		return refused == 5
+		return refused == 7
 	})
-	if applied, refused := counters(o, a); applied != 1 || refused != 5 {
-		t.Errorf("applied %d, refused %d; want 1 and 5", applied, refused)
+	if applied, refused := counters(o, a); applied != 1 || refused != 7 {
+		t.Errorf("applied %d, refused %d; want 1 and 7", applied, refused)
 	}
 	if u, _ := ost.UserByID(officeUser.ID); u.PasswordHash != "office-hash" {
 		t.Errorf("the office user's hash became %q", u.PasswordHash)
@@ -270,12 +293,15 @@ func TestForgedChanges(t *testing.T) {
 			t.Errorf("company %d of farm-b was written from farm-a's stream", id)
 		}
 	}
-	if gs, _ := ost.GardensOfCompany(officeCompany.ID); len(gs) != 0 {
+	if page, _ := ost.ListLogs(officeGarden.ID, store.LogFilter{}); len(page.Logs) != 0 {
+		t.Errorf("a log appeared in the office's garden: %+v", page.Logs)
+	}
+	if gs, _ := ost.GardensOfCompany(officeCompany.ID); len(gs) != 1 {
 		t.Errorf("a garden appeared in the office's company: %+v", gs)
 	}
 	out := logs.String()
-	if n := strings.Count(out, "refused a change from a site"); n != 5 {
-		t.Errorf("%d refusals logged, want 5:\n%s", n, out)
+	if n := strings.Count(out, "refused a change from a site"); n != 7 {
+		t.Errorf("%d refusals logged, want 7:\n%s", n, out)
 	}
 
 	// The credentials allow nothing else at the hub: not another site's report

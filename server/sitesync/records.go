@@ -207,4 +207,30 @@ func init() {
 		},
 		// Values go with their bed.
 	})
+	// A log (tasks are logs) is its company's record, like a bed: its author or
+	// assignee may be anyone's (an agronomist of the office). Its photos stay at
+	// its home for now (docs/sync.md).
+	Register(Kind[store.ArchivedLog]{
+		Name: store.KindLog,
+		Load: func(st store.Backend, id, garden uint64) (store.ArchivedLog, bool, error) {
+			l, err := st.Log(garden, id)
+			return found(store.ArchivedLogOf(l), err)
+		},
+		IDs: func(l *store.ArchivedLog) []*uint64 {
+			ids := []*uint64{&l.ID, &l.Garden, &l.AuthorID, &l.AssigneeID}
+			if l.Bed != nil {
+				ids = append(ids, l.Bed)
+			}
+			return ids
+		},
+		Homes: func(l *store.ArchivedLog) []uint64 {
+			homes := []uint64{l.ID, l.Garden}
+			if l.Bed != nil {
+				homes = append(homes, *l.Bed)
+			}
+			return homes
+		},
+		Put:    func(w store.ReplicaWriter, l store.ArchivedLog) error { return w.PutLog(l) },
+		Delete: func(w store.ReplicaWriter, id, _ uint64) error { return w.DeleteLog(id) },
+	})
 }

@@ -106,6 +106,14 @@ func snapshotKind(tx *bbolt.Tx, kind string, fn func(id, ref uint64) error) erro
 			}
 			return fn(bv.Bed, bv.Garden)
 		})
+	case store.KindLog:
+		return keys(bucketLogs, func(k, v []byte) error {
+			var a store.ArchivedLog
+			if err := json.Unmarshal(v, &a); err != nil {
+				return fmt.Errorf("decode log %d: %w", btoi(k), err)
+			}
+			return fn(a.ID, a.Garden)
+		})
 	}
 	return fmt.Errorf("snapshot: unknown kind %q", kind)
 }

@@ -300,3 +300,52 @@ func (w *replicaWriter) PutBedValues(v store.BedValues) error {
 	v.At = v.At.UTC()
 	return putJSON(w.tx.Bucket(bucketBedValues), itob(v.Bed), v)
 }
+
+func (w *replicaWriter) PutLog(l store.ArchivedLog) error {
+	l = replicaLog(l)
+	if err := store.ValidateLog(l.Log(), l.Updated); err != nil {
+		return err
+	}
+	tx := w.tx
+	if _, err := getGarden(tx, l.Garden); err != nil {
+		return err
+	}
+	for _, u := range []uint64{l.AuthorID, l.AssigneeID} {
+		if u == 0 {
+			continue
+		}
+		if _, err := getRecord[userRecord](tx, bucketUsers, "user", u); err != nil {
+			return err
+		}
+	}
+	old, err := getLog(tx, l.ID)
+	switch {
+	case err == nil:
+		if err := putLogIndex(tx, old, true); err != nil {
+			return err
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	if err := putJSON(tx.Bucket(bucketLogs), itob(l.ID), l); err != nil {
+		return err
+	}
+	return putLogIndex(tx, l, false)
+}
+
+// replicaLog is a log as received, with its times as a log keeps them.
+func replicaLog(l store.ArchivedLog) store.ArchivedLog {
+	l.At, l.Created, l.Updated = store.LogTime(l.At), store.LogTime(l.Created), store.LogTime(l.Updated)
+	return l
+}
+
+func (w *replicaWriter) DeleteLog(id uint64) error {
+	a, err := getLog(w.tx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return deleteLog(w.tx, a, w.removed)
+}

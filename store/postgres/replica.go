@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -294,5 +296,38 @@ func (w *replicaWriter) PutBedValues(v store.BedValues) error {
 	_, err := w.tx.Exec(w.ctx, `INSERT INTO bed_values (bed_id, garden_id, at, data) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (bed_id) DO UPDATE SET at = excluded.at, data = excluded.data`,
 		v.Bed, v.Garden, ts(v.At), []byte(v.Data))
+	return err
+}
+
+// logColumnsReplica are the columns PutLog writes, in its arguments' order.
+const logColumnsReplica = `id, garden_id, author_id, created, client_key, ` + logColumnsWrite
+
+func (w *replicaWriter) PutLog(l store.ArchivedLog) error {
+	l.At, l.Created, l.Updated = store.LogTime(l.At), store.LogTime(l.Created), store.LogTime(l.Updated)
+	v := l.Log()
+	if err := store.ValidateLog(v, l.Updated); err != nil {
+		return err
+	}
+	args := append([]any{l.ID, l.Garden, l.AuthorID, ts(l.Created), nullString(l.ClientKey)}, logArgs(v)...)
+	cols := strings.Split(logColumnsReplica, ", ")
+	params, excluded := make([]string, len(cols)), make([]string, len(cols))
+	for i, c := range cols {
+		params[i], excluded[i] = "$"+strconv.Itoa(i+1), "excluded."+c
+	}
+	_, err := w.tx.Exec(w.ctx, `INSERT INTO logs (`+logColumnsReplica+`) VALUES (`+strings.Join(params, ", ")+`)
+		ON CONFLICT (id) DO UPDATE SET (`+strings.Join(cols[1:], ", ")+`) = (`+strings.Join(excluded[1:], ", ")+`)`, args...)
+	if isForeignKey(err) {
+		return fmt.Errorf("log %d: its garden or a user it names: %w", l.ID, store.ErrNotFound)
+	}
+	return err
+}
+
+func (w *replicaWriter) DeleteLog(id uint64) error {
+	paths, err := deletePhotosWhere(w.ctx, w.tx, `log_id = $1`, id)
+	if err != nil {
+		return err
+	}
+	w.removed.PhotoPaths = append(w.removed.PhotoPaths, paths...)
+	_, err = w.tx.Exec(w.ctx, `DELETE FROM logs WHERE id = $1`, id)
 	return err
 }

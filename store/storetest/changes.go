@@ -80,6 +80,10 @@ func testChangeFeedSnapshot(t *testing.T, h Harness) {
 	if err := st.PutBedValues(store.BedValues{Bed: b.ID, Garden: g.ID, At: st.Now(), Data: json.RawMessage(`{"x":1}`)}); err != nil {
 		t.Fatal(err)
 	}
+	l, err := st.CreateLog(g.ID, alice.ID, store.LogPatch{Type: ptr(store.LogObservation), Title: ptr("aphids")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	started, err := st.StartChangeFeed()
 	if err != nil || !started {
 		t.Fatalf("StartChangeFeed = %v, %v", started, err)
@@ -94,6 +98,7 @@ func testChangeFeedSnapshot(t *testing.T, h Harness) {
 		{store.KindCompanyPermission, c.ID, alice.ID, false},
 		{store.KindGardenPermission, g.ID, bob.ID, false},
 		{store.KindBedValues, b.ID, g.ID, false},
+		{store.KindLog, l.ID, g.ID, false},
 	})
 	if started, err := st.StartChangeFeed(); err != nil || started {
 		t.Fatalf("second StartChangeFeed = %v, %v", started, err)
@@ -102,7 +107,7 @@ func testChangeFeedSnapshot(t *testing.T, h Harness) {
 		t.Errorf("a second start enqueued %v", more)
 	}
 	stats, err := st.ChangeStats()
-	if err != nil || !stats.On || stats.Records != 10 || stats.LastSeq != last || !stats.Oldest.Equal(st.Now()) {
+	if err != nil || !stats.On || stats.Records != 11 || stats.LastSeq != last || !stats.Oldest.Equal(st.Now()) {
 		t.Errorf("ChangeStats = %+v, %v", stats, err)
 	}
 }
@@ -190,6 +195,32 @@ func testChangeFeedRecordsWrites(t *testing.T, h Harness) {
 			t.Fatal(err)
 		}
 		return []change{{store.KindBedValues, b.ID, g.ID, false}}
+	})
+	step("logs and tasks", func() []change {
+		l, err := st.CreateLog(g.ID, alice.ID, store.LogPatch{Type: ptr(store.LogObservation), Title: ptr("aphids")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, _, err := st.CreateLogOnce(g.ID, alice.ID, "k-1", store.LogPatch{Type: ptr(store.LogTask), Title: ptr("spray")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A retry under the key writes nothing.
+		if _, created, err := st.CreateLogOnce(g.ID, alice.ID, "k-1", store.LogPatch{Type: ptr(store.LogTask), Title: ptr("spray")}, nil); err != nil || created {
+			t.Fatalf("CreateLogOnce again = %v, %v", created, err)
+		}
+		if _, err := st.UpdateLog(g.ID, task.ID, store.LogPatch{Status: ptr(store.LogDone)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		// An update that changes nothing records nothing.
+		if _, err := st.UpdateLog(g.ID, task.ID, store.LogPatch{Status: ptr(store.LogDone)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.DeleteLog(g.ID, l.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		return []change{{store.KindLog, l.ID, g.ID, false}, {store.KindLog, task.ID, g.ID, false},
+			{store.KindLog, task.ID, g.ID, false}, {store.KindLog, l.ID, g.ID, true}}
 	})
 	step("permissions", func() []change {
 		if _, err := st.SetCompanyPermission(c.ID, alice.ID, "bob", store.LevelUser); err != nil {

@@ -199,3 +199,85 @@ func testReplicaUsernames(t *testing.T, h Harness) {
 	_, err = st.CreateUser(store.NewUser{Username: "caroline", FirstName: "x", LastName: "y", PasswordHash: "h"})
 	wantErr(t, err, store.ErrConflict)
 }
+
+// testReplicaLogs: a replica log is read, listed, searched and counted among its
+// assignee's tasks like a local one; an update replaces its index entries; it goes
+// on its own and with its garden; nothing is recorded in the change feed.
+func testReplicaLogs(t *testing.T, h Harness) {
+	st, clock := open(t, h)
+	if _, err := st.StartChangeFeed(); err != nil {
+		t.Fatal(err)
+	}
+	local := mustUser(t, st, "agronomist")
+	_, last := feedAfter(t, st, 0)
+	at := clock.Now().Add(-time.Hour)
+	farmer := store.ReplicaUser{ID: gid(1), Username: "farmer", FirstName: "F", LastName: "L", DateJoined: at, PasswordHash: "h"}
+	c := store.Company{ID: gid(1), Name: "Farm A"}
+	g := store.Garden{ID: gid(2), Name: "Field", Company: c.ID}
+	b := store.Bed{ID: gid(3), Garden: g.ID, UUID: uuidA, Name: "north"}
+	task := store.ArchivedLog{ID: gid(8), Garden: g.ID, Type: store.LogTask, Title: "Spray the aphids", Notes: "north side",
+		At: at.Add(48 * time.Hour), Bed: ptr(b.ID), AssigneeID: local.ID, Status: store.LogPending, AuthorID: farmer.ID,
+		Created: at, Updated: at, ClientKey: "k-1"}
+	apply(t, st, 1, func(w store.ReplicaWriter) error {
+		return errors.Join(w.PutUser(farmer), w.PutCompany(c), w.PutGarden(g), w.PutBed(b),
+			w.PutGardenPermission(store.GardenPermission{Permission: store.Permission{ID: gid(6), UserID: local.ID, Level: store.LevelUser}, Garden: g.ID}),
+			w.PutLog(task))
+	})
+	l, err := st.Log(g.ID, task.ID)
+	if err != nil || l.Author != "farmer" || l.Assignee == nil || *l.Assignee != "agronomist" || l.Company != c.ID ||
+		l.Bed == nil || *l.Bed != b.ID || !l.At.Equal(task.At) || l.Title != task.Title {
+		t.Fatalf("replica log %+v, %v", l, err)
+	}
+	page, err := st.ListLogs(g.ID, store.LogFilter{Words: []string{"aphids"}})
+	if err != nil || len(page.Logs) != 1 || page.Logs[0].ID != task.ID {
+		t.Errorf("search for the replica log: %+v, %v", page, err)
+	}
+	if ts, err := st.PendingTasks(local.ID, nil); err != nil || len(ts) != 1 || ts[0].ID != task.ID {
+		t.Errorf("PendingTasks = %+v, %v", ts, err)
+	}
+	// Done at its home, retitled: the old index entries go.
+	task.Status, task.Title, task.Updated = store.LogDone, "Sprayed", at.Add(time.Minute)
+	apply(t, st, 2, func(w store.ReplicaWriter) error { return w.PutLog(task) })
+	if ts, err := st.PendingTasks(local.ID, nil); err != nil || len(ts) != 0 {
+		t.Errorf("PendingTasks after done = %+v, %v", ts, err)
+	}
+	if page, err := st.ListLogs(g.ID, store.LogFilter{Words: []string{"aphids"}}); err != nil || len(page.Logs) != 0 {
+		t.Errorf("the old title still found: %+v, %v", page, err)
+	}
+	if page, err := st.ListLogs(g.ID, store.LogFilter{Words: []string{"sprayed"}}); err != nil || len(page.Logs) != 1 {
+		t.Errorf("the new title not found: %+v, %v", page, err)
+	}
+	// A log of a garden that is not here, or by a user who is not, is ErrNotFound.
+	_, err = st.ApplyReplica(replicaSite, "farm-a", func(w store.ReplicaWriter, cur uint64) (uint64, error) {
+		return 3, w.PutLog(store.ArchivedLog{ID: gid(9), Garden: gid(99), Type: store.LogObservation, Title: "x",
+			At: at, Status: store.LogDone, AuthorID: farmer.ID, Created: at, Updated: at})
+	})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = st.ApplyReplica(replicaSite, "farm-a", func(w store.ReplicaWriter, cur uint64) (uint64, error) {
+		return 3, w.PutLog(store.ArchivedLog{ID: gid(9), Garden: g.ID, Type: store.LogObservation, Title: "x",
+			At: at, Status: store.LogDone, AuthorID: gid(77), Created: at, Updated: at})
+	})
+	wantErr(t, err, store.ErrNotFound)
+	// A malformed one is refused as the API would refuse it.
+	_, err = st.ApplyReplica(replicaSite, "farm-a", func(w store.ReplicaWriter, cur uint64) (uint64, error) {
+		return 3, w.PutLog(store.ArchivedLog{ID: gid(9), Garden: g.ID, Type: "gossip", Title: "x",
+			At: at, Status: store.LogDone, AuthorID: farmer.ID, Created: at, Updated: at})
+	})
+	wantErr(t, err, store.ErrInvalid)
+	// Deleted on its own (twice is no error), and with its garden.
+	other := store.ArchivedLog{ID: gid(10), Garden: g.ID, Type: store.LogObservation, Title: "Ladybirds",
+		At: at, Status: store.LogDone, AuthorID: farmer.ID, Created: at, Updated: at}
+	apply(t, st, 4, func(w store.ReplicaWriter) error {
+		return errors.Join(w.DeleteLog(task.ID), w.DeleteLog(task.ID), w.PutLog(other))
+	})
+	if _, err := st.Log(g.ID, task.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("deleted replica log: %v", err)
+	}
+	apply(t, st, 5, func(w store.ReplicaWriter) error { return w.DeleteGarden(g.ID) })
+	if _, err := st.Log(g.ID, other.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("replica log after its garden's deletion: %v", err)
+	}
+	if more, _ := feedAfter(t, st, last); len(more) != 0 {
+		t.Errorf("replica logs recorded in the change feed: %v", more)
+	}
+}

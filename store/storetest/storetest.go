@@ -108,6 +108,7 @@ func Run(t *testing.T, h Harness) {
 		{"ChangeFeedFollowsCommits", testChangeFeedFollowsCommits},
 		{"ReplicaRecords", testReplicaRecords},
 		{"ReplicaUsernames", testReplicaUsernames},
+		{"ReplicaLogs", testReplicaLogs},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
