@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -61,7 +62,10 @@ type Box struct {
 	// sent maps the sequence of each change in the stream to its stream sequence,
 	// and objects the picture objects to the change that put them, until the office
 	// acknowledges them.
-	sent    []sentChange
+	sent []sentChange
+	// skipped are changes not sent because an earlier message of the batch sent
+	// their record as it then was; they are done when that message is.
+	skipped []skippedChange
 	objects map[string]uint64
 	// officeCursor is the last office change applied here; the counters count them.
 	officeCursor                 uint64
@@ -76,6 +80,9 @@ type Box struct {
 }
 
 type sentChange struct{ seq, streamSeq uint64 }
+
+// skippedChange: the change seq went with the message of change cover.
+type skippedChange struct{ seq, cover uint64 }
 
 // StartBox reads the site's identity from its credentials, starts the embedded
 // NATS server and connects to it, and turns the change feed on (the first time,
@@ -354,7 +361,8 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (n int, last u
 		kind    string
 		id, ref uint64
 	}
-	seen := map[key]bool{}
+	seen := map[key]uint64{} // → the change whose message sends the record
+	var skipped []skippedChange
 	var (
 		futures []jetstream.PubAckFuture
 		seqs    []uint64
@@ -396,10 +404,11 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (n int, last u
 		// The first change of a record in the batch sends it as it is now, which
 		// includes the later ones.
 		k := key{c.Kind, c.ID, c.Ref}
-		if seen[k] {
+		if cover, ok := seen[k]; ok {
+			skipped = append(skipped, skippedChange{seq: c.Seq, cover: cover})
 			continue
 		}
-		seen[k] = true
+		seen[k] = c.Seq
 		kd, ok := kinds[c.Kind]
 		if !ok {
 			return 0, published, errors.Join(fmt.Errorf("change %d: kind %q has no sync adapter", c.Seq, c.Kind), wait())
@@ -432,6 +441,9 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (n int, last u
 	if err := wait(); err != nil {
 		return 0, published, err
 	}
+	b.mu.Lock()
+	b.skipped = append(b.skipped, skipped...)
+	b.mu.Unlock()
 	return len(cs), cs[len(cs)-1].Seq, nil
 }
 
@@ -464,6 +476,25 @@ func (b *Box) acknowledged(ctx context.Context, seq uint64) {
 		purgeBelow = min(purgeBelow, firstKept)
 	}
 	b.sent = kept
+	// The feed is trimmed past the acknowledged change over the skipped changes that
+	// follow it, when what they went with is acknowledged too and nothing sent but
+	// not acknowledged comes before them: else a batch ending in such changes would
+	// stay in the feed, counted as backlog, until the next write.
+	trim, firstUnacked := seq, uint64(math.MaxUint64)
+	for _, s := range kept {
+		firstUnacked = min(firstUnacked, s.seq)
+	}
+	skipped := b.skipped[:0]
+	for i, s := range b.skipped {
+		switch {
+		case s.seq <= seq:
+		case s.seq < firstUnacked && s.cover <= seq && len(skipped) == 0 && trim < s.seq:
+			trim = s.seq
+		default:
+			skipped = append(skipped, b.skipped[i])
+		}
+	}
+	b.skipped = skipped
 	var gone []string
 	for name, s := range b.objects {
 		if s <= seq {
@@ -472,8 +503,8 @@ func (b *Box) acknowledged(ctx context.Context, seq uint64) {
 		}
 	}
 	b.mu.Unlock()
-	if _, err := b.cfg.Store.TrimChanges(seq); err != nil {
-		b.log.Warn().Err(err).Uint64("seq", seq).Msg("sync: trim the change feed")
+	if _, err := b.cfg.Store.TrimChanges(trim); err != nil {
+		b.log.Warn().Err(err).Uint64("seq", trim).Msg("sync: trim the change feed")
 	}
 	if purgeBelow > 0 {
 		if err := b.out.Purge(ctx, jetstream.WithPurgeSequence(purgeBelow)); err != nil {

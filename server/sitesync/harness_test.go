@@ -2,6 +2,7 @@ package sitesync
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"io"
@@ -107,8 +108,10 @@ type testBox struct {
 	// maxBytes is the box's --sync-max-bytes (0: the default); now its clock (nil:
 	// time.Now); logs what it logged at warning level and above.
 	maxBytes int64
-	now      func() time.Time
-	logs     syncBuffer
+	// poll is how often the box looks for changes (0: 50 ms).
+	poll time.Duration
+	now  func() time.Time
+	logs syncBuffer
 }
 
 // newBoxStore makes a box's store and image files before it joins.
@@ -151,7 +154,7 @@ func (b *testBox) start(t testing.TB) {
 	log := testLogger(t, b.site.Name)
 	log = log.Output(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), &b.logs))
 	box, err := StartBox(context.Background(), BoxConfig{Store: b.st, Images: b.images, DataDir: b.dir, Uplink: b.uplink,
-		CredsFile: credsFile, Logger: log, Poll: 50 * time.Millisecond, MaxBytes: b.maxBytes, Now: b.now}, b.creds)
+		CredsFile: credsFile, Logger: log, Poll: cmp.Or(b.poll, 50*time.Millisecond), MaxBytes: b.maxBytes, Now: b.now}, b.creds)
 	if err != nil {
 		t.Fatal(err)
 	}

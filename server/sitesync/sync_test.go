@@ -116,3 +116,27 @@ func TestBoxAndOffice(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+// TestBacklogEndsWithRepeatedChanges: a batch whose last changes repeat records sent
+// earlier in it (a company made, then renamed and deleted) leaves no backlog once the
+// office has it. It stayed counted, as unsent, until the next write.
+func TestBacklogEndsWithRepeatedChanges(t *testing.T) {
+	t.Parallel()
+	hub, ost := officeWithHub(t)
+	startOffice(t, hub, ost, "office-1")
+	b := newBoxStore(t)
+	b.poll = time.Hour // the changes below are read in one batch, when woken
+	b.join(t, ost, "farm-a", hub.LeafURL())
+	owner := must[store.User](t)(b.st.CreateUser(store.NewUser{Username: "owner", FirstName: "O", LastName: "W", PasswordHash: "h"}))
+	c := must[store.Company](t)(b.st.CreateCompany(owner.ID, "c"))
+	must[store.User](t)(b.st.UpdateUser(owner.ID, store.UserUpdate{FirstName: new("Owen")}))
+	if _, err := b.st.DeleteCompany(c.ID); err != nil {
+		t.Fatal(err)
+	}
+	b.box.Wake()
+	converge(t, 30*time.Second, b, ost)
+	waitFor(t, 30*time.Second, "the box's backlog empty", func() bool {
+		st, err := b.st.ChangeStats()
+		return err == nil && st.Records == 0
+	})
+}
