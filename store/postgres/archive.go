@@ -267,7 +267,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 // recordTables are the tables of records: an import with Replace empties them all.
 var recordTables = []string{"users", "tokens", "widgets", "companies", "gardens", "garden_coordinates",
 	"company_permissions", "garden_permissions", "projects", "beds", "plant_positions", "cloud_jobs",
-	"images", "image_chunks", "import_map", "plant_ids", "logs", "photos", "photo_content", "photo_chunks"}
+	"images", "image_chunks", "import_map", "plant_ids", "logs", "photos", "photo_content", "photo_chunks",
+	"history_series", "history_chunks", "alerts", "guidance"}
 
 // importer queues the inserts of an import and sends them in batches.
 type importer struct {

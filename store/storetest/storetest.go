@@ -89,6 +89,13 @@ func Run(t *testing.T, h Harness) {
 		{"PendingTasks", testPendingTasks},
 		{"LogPhotos", testLogPhotos},
 		{"PlantIDs", testPlantIDs},
+		{"HistoryRecordsEachMeasurementOnce", testHistoryRecordsEachMeasurementOnce},
+		{"HistoryReadOnceAcrossNodes", testHistoryReadOnceAcrossNodes},
+		{"HistoryRetention", testHistoryRetention},
+		{"AlertsFollowMeasurements", testAlertsFollowMeasurements},
+		{"AlertTask", testAlertTask},
+		{"Guidance", testGuidance},
+		{"Leases", testLeases},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
