@@ -84,22 +84,69 @@ func putPoint(tx *bbolt.Tx, series uint64, p store.HistoryPoint) error {
 	return b.Put(k, data)
 }
 
-// recordPoint keeps p in the series at key (made when new) with its state.
-func recordPoint(tx *bbolt.Tx, bedID uint64, plant string, rec seriesRecord, found bool, p store.HistoryPoint) (seriesRecord, error) {
-	b := tx.Bucket(bucketHistorySeries)
-	if !found {
-		id, err := b.NextSequence()
+// bedSeries are a bed's series, read once per transaction and written back at its
+// end (recorder.flush): a batch of readings of one bed (the demo's seeded history)
+// decodes and encodes each series once, not once per reading.
+type bedSeries struct {
+	bed    uint64
+	byName map[string]*seriesRecord
+	dirty  map[string]bool
+}
+
+// recorder records readings in one transaction.
+type recorder struct {
+	tx   *bbolt.Tx
+	beds map[uint64]*bedSeries
+}
+
+func (rc *recorder) series(bedID uint64) (*bedSeries, error) {
+	if bs, ok := rc.beds[bedID]; ok {
+		return bs, nil
+	}
+	bs := &bedSeries{bed: bedID, byName: map[string]*seriesRecord{}, dirty: map[string]bool{}}
+	prefix := itob(bedID)
+	c := rc.tx.Bucket(bucketHistorySeries).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		rec := &seriesRecord{}
+		if err := json.Unmarshal(v, rec); err != nil {
+			return nil, fmt.Errorf("decode series of bed %d plant %q: %w", bedID, k[8:], err)
+		}
+		bs.byName[string(k[8:])] = rec
+	}
+	rc.beds[bedID] = bs
+	return bs, nil
+}
+
+// point keeps p in the bed's series of plant (made when new) with its state.
+func (rc *recorder) point(bs *bedSeries, plant string, rec *seriesRecord, p store.HistoryPoint) error {
+	if rec.ID == 0 {
+		id, err := rc.tx.Bucket(bucketHistorySeries).NextSequence()
 		if err != nil {
-			return rec, err
+			return err
 		}
 		rec.ID = id
+		bs.byName[plant] = rec
 	}
-	if err := putPoint(tx, rec.ID, p); err != nil {
-		return rec, err
+	if err := putPoint(rc.tx, rec.ID, p); err != nil {
+		return err
 	}
 	rec.At = p.At
-	rec.Values = store.AppendValues(nil, p.HistoryValues)
-	return rec, putJSON(b, seriesKey(bedID, plant), rec)
+	rec.Values = store.AppendValues(rec.Values[:0], p.HistoryValues)
+	bs.dirty[plant] = true
+	return nil
+}
+
+// flush writes the changed series.
+func (rc *recorder) flush() error {
+	b := rc.tx.Bucket(bucketHistorySeries)
+	for _, bs := range rc.beds {
+		for plant := range bs.dirty {
+			if err := putJSON(b, seriesKey(bs.bed, plant), bs.byName[plant]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // RecordReading keeps what a read of a bed showed (store.HistoryStore).
@@ -117,17 +164,19 @@ func (s *Store) RecordReadings(rs []store.BedReading) (store.Recorded, error) {
 	var out store.Recorded
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		out = store.Recorded{}
+		rc := &recorder{tx: tx, beds: map[uint64]*bedSeries{}}
 		for _, r := range rs {
-			if err := recordReading(tx, r, &out); err != nil {
+			if err := rc.record(r, &out); err != nil {
 				return err
 			}
 		}
-		return nil
+		return rc.flush()
 	})
 	return out, err
 }
 
-func recordReading(tx *bbolt.Tx, r store.BedReading, out *store.Recorded) error {
+func (rc *recorder) record(r store.BedReading, out *store.Recorded) error {
+	tx := rc.tx
 	b, err := getBed(tx, r.Bed)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // deleted since it was read
@@ -143,26 +192,28 @@ func recordReading(tx *bbolt.Tx, r store.BedReading, out *store.Recorded) error 
 	if err != nil {
 		return err
 	}
+	bs, err := rc.series(b.ID)
+	if err != nil {
+		return err
+	}
 	var plan store.AlertPlan
 	seen := make(map[string]bool, len(r.Plants))
 	recorded := 0
 	for _, p := range r.Plants {
 		seen[p.ID] = true
-		rec, found, err := getSeries(tx, b.ID, p.ID)
-		if err != nil {
-			return err
+		rec := bs.byName[p.ID]
+		if rec == nil {
+			rec = &seriesRecord{}
 		}
 		st, err := rec.state()
 		if err != nil {
 			return err
 		}
 		sub := store.AlertSubject{Garden: b.Garden, Bed: b.ID, BedName: r.Name, Plant: p.ID, Species: store.SpeciesName(p.Species)}
-		if found && !st.IsNew(p, r.Read) {
+		if rec.ID != 0 && !st.IsNew(p, r.Read) {
 			if rec.Gone {
 				rec.Gone = false
-				if err := putJSON(tx.Bucket(bucketHistorySeries), seriesKey(b.ID, p.ID), rec); err != nil {
-					return err
-				}
+				bs.dirty[p.ID] = true
 			}
 			continue
 		}
@@ -171,49 +222,30 @@ func recordReading(tx *bbolt.Tx, r store.BedReading, out *store.Recorded) error 
 		if p.Stamp.IsZero() {
 			rec.Stamp = time.Time{}
 		}
-		if _, err := recordPoint(tx, b.ID, p.ID, rec, found, store.HistoryPoint{At: at, HistoryValues: p.Values}); err != nil {
+		if err := rc.point(bs, p.ID, rec, store.HistoryPoint{At: at, HistoryValues: p.Values}); err != nil {
 			return err
 		}
 		recorded++
 		plan.Add(store.PlanAlerts(g.Thresholds, sub, open[p.ID], p.Values, at, false))
 	}
 	// Plants the read no longer shows: their alerts close.
-	c := tx.Bucket(bucketHistorySeries).Cursor()
-	prefix := itob(b.ID)
-	var gone []string
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		plant := string(k[8:])
-		if plant == "" || seen[plant] {
+	for plant, rec := range bs.byName {
+		if plant == "" || seen[plant] || rec.Gone {
 			continue
 		}
-		var rec seriesRecord
-		if err := json.Unmarshal(v, &rec); err != nil {
-			return fmt.Errorf("decode series of bed %d plant %q: %w", b.ID, plant, err)
-		}
-		if !rec.Gone {
-			gone = append(gone, plant)
-		}
-	}
-	for _, plant := range gone {
-		rec, _, err := getSeries(tx, b.ID, plant)
-		if err != nil {
-			return err
-		}
 		rec.Gone = true
-		if err := putJSON(tx.Bucket(bucketHistorySeries), seriesKey(b.ID, plant), rec); err != nil {
-			return err
-		}
+		bs.dirty[plant] = true
 		sub := store.AlertSubject{Garden: b.Garden, Bed: b.ID, BedName: r.Name, Plant: plant, Species: rec.Species}
 		plan.Add(store.PlanAlerts(g.Thresholds, sub, open[plant], store.HistoryValues{}, r.Read, true))
 	}
 	if recorded > 0 {
-		rec, found, err := getSeries(tx, b.ID, "")
-		if err != nil {
-			return err
+		rec := bs.byName[""]
+		if rec == nil {
+			rec = &seriesRecord{}
 		}
 		rec.Measurement, rec.Stamp, rec.Species, rec.Name = "", time.Time{}, store.SpeciesName(r.Species), r.Name
 		at := store.HistoryTime(r.At)
-		if _, err := recordPoint(tx, b.ID, "", rec, found, store.HistoryPoint{At: at, HistoryValues: r.Summary}); err != nil {
+		if err := rc.point(bs, "", rec, store.HistoryPoint{At: at, HistoryValues: r.Summary}); err != nil {
 			return err
 		}
 		out.Bed = true
