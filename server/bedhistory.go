@@ -43,8 +43,6 @@ const (
 	// demoHistoryBatch readings go in one transaction on PostgreSQL (a few hundred
 	// statements, well within its operation timeout); with bbolt a bed's all at once.
 	demoHistoryBatch = 80
-	// demoLogsSince: the waterings of the last two weeks are in the logbook.
-	demoLogsSince = 14 * 24 * time.Hour
 )
 
 func (c HistoryConfig) withDefaults() HistoryConfig {
@@ -255,7 +253,7 @@ func (s *Server) seedDemoHistory(g store.Garden, author store.User, beds []store
 		if err := flush(); err != nil {
 			return err
 		}
-		if err := s.seedDemoLogs(g, author, b, now.Add(-demoLogsSince), now); err != nil {
+		if err := s.seedDemoLogs(g, author, b, from, now); err != nil {
 			return err
 		}
 	}
