@@ -108,10 +108,48 @@ func appendNumber(b []byte, v float64) []byte {
 	return binary.BigEndian.AppendUint64(b, math.Float64bits(v))
 }
 
-// decoder reads an encoding, remembering the first error.
+// decoder reads an encoding, remembering the first error. Values are carved out of
+// slabs shared by every point it decodes: a listing of 17,520 points makes a few
+// hundred allocations, not five per point.
 type decoder struct {
 	b   []byte
 	err error
+	*slab
+}
+
+type slab struct {
+	floats []float64
+	ints   []int64
+	health []HealthLevel
+}
+
+const slabSize = 1024
+
+func (s *slab) float(v float64) *float64 {
+	if len(s.floats) == cap(s.floats) {
+		s.floats = make([]float64, 0, slabSize)
+	}
+	s.floats = append(s.floats, v)
+	return &s.floats[len(s.floats)-1]
+}
+
+func (s *slab) int(v int64) *int64 {
+	if len(s.ints) == cap(s.ints) {
+		s.ints = make([]int64, 0, slabSize)
+	}
+	s.ints = append(s.ints, v)
+	return &s.ints[len(s.ints)-1]
+}
+
+// levels returns an empty slice with room for n levels of its own: appending to it
+// never reaches another point's.
+func (s *slab) levels(n int) []HealthLevel {
+	if cap(s.health)-len(s.health) < n {
+		s.health = make([]HealthLevel, 0, max(slabSize, n))
+	}
+	start := len(s.health)
+	s.health = s.health[:start+n]
+	return s.health[start : start : start+n]
 }
 
 func (d *decoder) fail() {
@@ -187,13 +225,13 @@ func (d *decoder) values() HistoryValues {
 		return v
 	}
 	if flags&flagHumidity != 0 {
-		v.SoilHumidity = new(d.number())
+		v.SoilHumidity = d.float(d.number())
 	}
 	if flags&flagYield != 0 {
-		v.Yield = new(d.number())
+		v.Yield = d.float(d.number())
 	}
 	if flags&flagHarvest != 0 {
-		v.HarvestWeeks = new(d.varint())
+		v.HarvestWeeks = d.int(d.varint())
 	}
 	if flags&flagHealth != 0 {
 		n := d.uvarint()
@@ -201,7 +239,7 @@ func (d *decoder) values() HistoryValues {
 			d.fail()
 			return v
 		}
-		v.Health = make([]HealthLevel, 0, n)
+		v.Health = d.levels(int(n))
 		for range n {
 			var h HealthLevel
 			code := d.uvarint()
@@ -221,14 +259,14 @@ func (d *decoder) values() HistoryValues {
 		}
 	}
 	if flags&flagPlants != 0 {
-		v.Plants = new(d.varint())
+		v.Plants = d.int(d.varint())
 	}
 	return v
 }
 
 // DecodeValues reads what AppendValues wrote.
 func DecodeValues(b []byte) (HistoryValues, error) {
-	d := decoder{b: b}
+	d := decoder{b: b, slab: &slab{}}
 	v := d.values()
 	if d.err == nil && len(d.b) != 0 {
 		d.fail()
@@ -257,12 +295,12 @@ func EncodeChunk(day uint32, pts []HistoryPoint) []byte {
 
 // DecodeChunk reads the points of one day.
 func DecodeChunk(day uint32, data []byte) ([]HistoryPoint, error) {
-	return decodeChunkInto(nil, day, data, time.Time{}, maxHistoryTime)
+	return decodeChunkInto(nil, &slab{}, day, data, time.Time{}, maxHistoryTime)
 }
 
 // decodeChunkInto appends the chunk's points with from ≤ At < until to out.
-func decodeChunkInto(out []HistoryPoint, day uint32, data []byte, from, until time.Time) ([]HistoryPoint, error) {
-	d := decoder{b: data}
+func decodeChunkInto(out []HistoryPoint, sl *slab, day uint32, data []byte, from, until time.Time) ([]HistoryPoint, error) {
+	d := decoder{b: data, slab: sl}
 	start := DayStart(day).UnixMicro()
 	at := start
 	for len(d.b) > 0 {
@@ -287,10 +325,13 @@ func decodeChunkInto(out []HistoryPoint, day uint32, data []byte, from, until ti
 	return out, nil
 }
 
-// AppendChunkPoints appends the points of a chunk with from ≤ At < until to out
-// (listings).
-func AppendChunkPoints(out []HistoryPoint, day uint32, data []byte, from, until time.Time) ([]HistoryPoint, error) {
-	return decodeChunkInto(out, day, data, from, until)
+// ChunkReader reads the chunks of a listing, sharing its allocations between them.
+// The zero value is ready to use.
+type ChunkReader struct{ slab slab }
+
+// Append appends the points of a chunk with from ≤ At < until to out.
+func (r *ChunkReader) Append(out []HistoryPoint, day uint32, data []byte, from, until time.Time) ([]HistoryPoint, error) {
+	return decodeChunkInto(out, &r.slab, day, data, from, until)
 }
 
 // MergeIntoChunk returns the chunk data of day with p added, replacing a point at the

@@ -157,3 +157,34 @@ func FuzzDecodeChunk(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkListTwoYears decodes two years of one series' daily chunks of hourly
+// points (17,520 points), as a listing does.
+func BenchmarkListTwoYears(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	first := store.HistoryDay(time.Date(2024, 11, 22, 0, 0, 0, 0, time.UTC))
+	var chunks [][]byte
+	for d := range uint32(730) {
+		var pts []store.HistoryPoint
+		for h := range 24 {
+			v := store.HistoryValues{SoilHumidity: new(math.Round(r.Float64()*1000) / 1000), Yield: new(math.Round(r.Float64()*1000) / 1000),
+				HarvestWeeks: new(int64(3)), Health: []store.HealthLevel{{Type: "water", Level: 1}, {Type: "nutrients", Level: 2}, {Type: "diseases", Level: 0}}}
+			pts = append(pts, store.HistoryPoint{At: store.DayStart(first + d).Add(time.Duration(h) * time.Hour), HistoryValues: v})
+		}
+		chunks = append(chunks, store.EncodeChunk(first+d, pts))
+	}
+	from, until := store.DayStart(first), store.DayStart(first+730)
+	for b.Loop() {
+		var out []store.HistoryPoint
+		var cr store.ChunkReader
+		for d, c := range chunks {
+			var err error
+			if out, err = cr.Append(out, first+uint32(d), c, from, until); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if len(out) != 730*24 {
+			b.Fatal(len(out))
+		}
+	}
+}

@@ -288,8 +288,22 @@ func (s *Store) history(gardenID, bedID uint64, plant string, from, until time.T
 		c := tx.Bucket(bucketHistoryPoints).Cursor()
 		prefix := itob(rec.ID)
 		end := chunkKey(rec.ID, last)
+		type chunk struct {
+			day  uint32
+			data []byte
+		}
+		var chunks []chunk
+		size := 0
 		for k, v := c.Seek(chunkKey(rec.ID, first)); k != nil && bytes.HasPrefix(k, prefix) && bytes.Compare(k, end) <= 0; k, v = c.Next() {
-			if out, err = store.AppendChunkPoints(out, binary.BigEndian.Uint32(k[8:]), v, from, until); err != nil {
+			chunks = append(chunks, chunk{binary.BigEndian.Uint32(k[8:]), v})
+			size += len(v)
+		}
+		// A point takes at least 2 bytes and typically 16: room for what the chunks
+		// likely hold, so the list is not copied as it grows.
+		out = make([]store.HistoryPoint, 0, min(size/12+16, limit+1))
+		var cr store.ChunkReader
+		for _, ch := range chunks {
+			if out, err = cr.Append(out, ch.day, ch.data, from, until); err != nil {
 				return fmt.Errorf("series %d: %w", rec.ID, err)
 			}
 			if len(out) > limit {

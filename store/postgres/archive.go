@@ -162,6 +162,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 				})
 			},
 		}
+		steps = append(steps, exportHistorySteps(each)...)
 		for _, step := range steps {
 			if err := step(); err != nil {
 				return err
@@ -459,6 +460,9 @@ func (im *importer) load(kind string, rec any) error {
 	case *store.ImportMapEntry:
 		return im.queue(fmt.Sprintf("import map entry %s/%s/%d", r.Source, r.Kind, r.Key),
 			`INSERT INTO import_map (source, kind, key, id) VALUES ($1, $2, $3, $4)`, r.Source, string(r.Kind), r.Key, r.ID)
+	}
+	if handled, err := im.loadHistory(rec); handled {
+		return err
 	}
 	return errors.New("archive: unexpected " + kind + " record")
 }

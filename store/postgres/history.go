@@ -300,10 +300,11 @@ func (s *Store) history(gardenID, bedID uint64, plant string, from, until time.T
 		var (
 			day  int64
 			data []byte
+			cr   store.ChunkReader
 		)
 		_, err = pgx.ForEachRow(rows, []any{&day, &data}, func() error {
 			var err error
-			if out, err = store.AppendChunkPoints(out, uint32(day), data, from, until); err != nil {
+			if out, err = cr.Append(out, uint32(day), data, from, until); err != nil {
 				return err
 			}
 			if len(out) > limit {

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -618,6 +620,126 @@ func testLeases(t *testing.T, h Harness) {
 		together(fns...)
 		if held.Load() != 1 {
 			t.Fatalf("round %d: %d nodes hold the lease", round, held.Load())
+		}
+	}
+}
+
+// fillHistory gives the archive tests history, alerts (open and closed, one with a
+// task, one whose task was deleted) and a garden's guidance.
+func fillHistory(tb testing.TB, st store.Backend, clock *Clock, g store.Garden, author store.User) {
+	tb.Helper()
+	must := func(err error) {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	bed := mustBedOf(tb, st, g.ID)
+	t0 := clock.Now().Add(-30 * time.Hour).Truncate(time.Second)
+	exact := 0.123456789
+	for i, v := range []store.HistoryValues{
+		values(0.2, 3, 0, 2),
+		{SoilHumidity: &exact, Yield: ptr(1.5), HarvestWeeks: ptr(int64(2)), Health: []store.HealthLevel{{Type: "frost", Level: 1}}},
+		values(0.5, 0, 0, 2),
+	} {
+		at := t0.Add(time.Duration(i) * 13 * time.Hour)
+		sum := values(0.3, 1, 0, 0)
+		sum.Plants = ptr(int64(2))
+		_, err := st.RecordReading(store.BedReading{Bed: bed.ID, Name: "north", Read: at, At: at, Species: "tomato", Summary: sum,
+			Plants: []store.PlantReading{plant("m-1", "meas-1", at, v), plant("m-2", "meas-2", time.Time{}, values(0.1, -1, -1, -1))}})
+		must(err)
+	}
+	_, _, err := st.SetGuidance(g.ID, store.Guidance{Thresholds: store.Thresholds{Water: 3, Nutrients: 4, Diseases: 2, SoilHumidityMin: 0.2},
+		Advice: map[string]map[store.AlertKind]store.Advice{"tomato": {store.AlertWater: {Title: "Ours", Steps: []string{"One.", "Two."}}}}})
+	must(err)
+	open, err := st.Alerts(g.ID, true)
+	must(err)
+	if len(open) < 2 {
+		tb.Fatalf("fill: %d open alerts", len(open))
+	}
+	task := store.LogTask
+	for i, a := range open[:2] {
+		l, err := st.CreateLog(g.ID, author.ID, store.LogPatch{Type: &task, Title: ptr("Water " + a.Plant)}, nil)
+		must(err)
+		_, err = st.SetAlertTask(g.ID, a.ID, l.ID)
+		must(err)
+		if i == 1 {
+			_, err = st.DeleteLog(g.ID, l.ID, nil)
+			must(err)
+		}
+	}
+}
+
+// testHistoryArchive: history, alerts and guidance go through an archive: the same
+// points, the same alerts with their tasks, the same guidance; and the import keeps
+// recording where the archive left off. A chunk whose series the archive does not
+// hold before it, or an alert of an unknown kind, is refused.
+func testHistoryArchive(t *testing.T, h Harness) {
+	src, clock := open(t, h)
+	Fill(t, src, clock)
+	archive := export(t, src)
+	for _, kind := range []string{store.KindGuidance, store.KindHistorySeries, store.KindHistoryChunk, store.KindAlert} {
+		if !bytes.Contains(archive, []byte(`{"kind":"`+kind+`"`)) {
+			t.Errorf("the archive has no %s", kind)
+		}
+	}
+	dst, _ := openNodes(t, h, 1)
+	if err := dst[0].Import(context.Background(), bytes.NewReader(archive), store.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gardens, _ := src.Gardens()
+	g := gardens[0]
+	bed := mustBedOf(t, src, g.ID)
+	from, until := time.Unix(0, 0), clock.Now().Add(time.Hour)
+	for _, plant := range []string{"", "m-1", "m-2"} {
+		var a, b []store.HistoryPoint
+		if plant == "" {
+			a, _ = src.BedHistory(g.ID, bed.ID, from, until, 0)
+			b, _ = dst[0].BedHistory(g.ID, bed.ID, from, until, 0)
+		} else {
+			a, _ = src.PlantHistory(g.ID, bed.ID, plant, from, until, 0)
+			b, _ = dst[0].PlantHistory(g.ID, bed.ID, plant, from, until, 0)
+		}
+		if len(a) == 0 || pointsText(a) != pointsText(b) {
+			t.Errorf("history of %q:\n%s\nbecame\n%s", plant, pointsText(a), pointsText(b))
+		}
+	}
+	for _, open := range []bool{true, false} {
+		a, b := mustAlerts(t, src, g.ID, open), mustAlerts(t, dst[0], g.ID, open)
+		if len(a) == 0 || alertsText(a) != alertsText(b) {
+			t.Errorf("alerts (open %v): %s became %s", open, alertsText(a), alertsText(b))
+		}
+	}
+	ga, _ := src.Guidance(g.ID)
+	gb, _ := dst[0].Guidance(g.ID)
+	if fmt.Sprint(ga) != fmt.Sprint(gb) {
+		t.Errorf("guidance %+v became %+v", ga, gb)
+	}
+	// An older measurement is not new after the import (m-2, gone from the read,
+	// has its alert closed); a new one is, and closes m-1's diseases alert.
+	at := clock.Now()
+	old := reading(bed, at, values(0.3, 1, 0, 0), plant("m-1", "meas-1", at.Add(-4*time.Hour), values(0.5, 0, 0, 0)))
+	if rec := mustRecord(t, dst[0], old); rec.Plants != 0 || rec.Closed != 1 {
+		t.Errorf("an old measurement after the import: %+v", rec)
+	}
+	r := reading(bed, at, values(0.3, 1, 0, 0), plant("m-1", "meas-1", at, values(0.5, 0, 0, 0)))
+	if rec := mustRecord(t, dst[0], r); rec.Plants != 1 || rec.Closed != 1 {
+		t.Errorf("recording after the import: %+v", rec)
+	}
+	// Refusals.
+	lines := strings.Split(strings.TrimSpace(string(archive)), "\n")
+	var withoutSeries, badKind []string
+	for _, l := range lines {
+		if !strings.Contains(l, `"kind":"history_series"`) {
+			withoutSeries = append(withoutSeries, l)
+		}
+		badKind = append(badKind, strings.Replace(l, `"kind":"soil_humidity"`, `"kind":"frost"`, 1))
+	}
+	for name, a := range map[string][]string{"chunk without its series": withoutSeries, "unknown alert kind": badKind} {
+		empty, _ := openNodes(t, h, 1)
+		err := empty[0].Import(context.Background(), strings.NewReader(strings.Join(a, "\n")+"\n"), store.ImportOptions{})
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }

@@ -96,6 +96,7 @@ func Run(t *testing.T, h Harness) {
 		{"AlertTask", testAlertTask},
 		{"Guidance", testGuidance},
 		{"Leases", testLeases},
+		{"HistoryArchive", testHistoryArchive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -26,7 +26,10 @@ CREATE TABLE history_chunks (
     points bytea NOT NULL,
     PRIMARY KEY (series, day)
 );
--- Small and rewritten as a day fills: kept in the row, uncompressed.
+-- Small and rewritten as a day fills: kept in the row, uncompressed. A rewrite
+-- changes no key, so it is a HOT update and the old version is pruned from its page
+-- without waiting for a vacuum (31 bytes a point as written, 20 vacuumed; leaving
+-- half of each page free, fillfactor 50, only doubled both).
 ALTER TABLE history_chunks ALTER COLUMN points SET STORAGE PLAIN;
 
 -- Alerts of a bed (plant '') or a plant. At most one open per bed, plant and kind.
