@@ -167,7 +167,9 @@ func TestWebAppAttentionAndHistory(t *testing.T) {
 			if n != count(bedPts, "soil_humidity") || n < 200 {
 				p.errorf("bed chart: %d points, the API has %d", n, count(bedPts, "soil_humidity"))
 			}
-			var logs struct{ Logs []struct{ Type, Title string } }
+			var logs struct {
+				Logs []struct{ Type, Title string }
+			}
 			d.api(t, "GET", garden+"/logs?bed="+bed+"&from="+url.QueryEscape(from)+"&limit=200", nil, 200, &logs)
 			waterings := 0
 			for _, l := range logs.Logs {

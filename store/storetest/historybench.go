@@ -61,7 +61,7 @@ func FillHistory(tb testing.TB, st store.Backend, beds, plants int, span, step t
 				x := float64(k*7+p*13) / 97
 				v := store.HistoryValues{SoilHumidity: milli(0.45 + 0.3*math.Sin(x)), Yield: milli(1 + 0.5*math.Cos(x/3)),
 					HarvestWeeks: new(int64(8 - (k/168)%9)),
-					Health: []store.HealthLevel{{Type: "water", Level: int64(k+p) % 4}, {Type: "nutrients", Level: int64(k/24+p) % 4}, {Type: "diseases", Level: int64(p % 2)}}}
+					Health:       []store.HealthLevel{{Type: "water", Level: int64(k+p) % 4}, {Type: "nutrients", Level: int64(k/24+p) % 4}, {Type: "diseases", Level: int64(p % 2)}}}
 				r.Plants = append(r.Plants, store.PlantReading{ID: id, Measurement: "m-" + id, Stamp: t, Species: "tomato", Values: v})
 			}
 			r.Summary = store.HistoryValues{SoilHumidity: milli(0.5), Yield: milli(1.1), Plants: new(int64(plants)),
