@@ -61,8 +61,16 @@ type alertList struct {
 	Alerts []alertJSON `json:"alerts"`
 }
 
+// maxAlertsListed bounds a listing: the most severe alerts, however many a garden
+// (or a site admin's every garden) has; X-Total-Count says how many there are.
+const maxAlertsListed = 1000
+
 // alertsJSON adds each alert's advice, reading each garden's guidance once.
-func (s *Server) alertsJSON(as []store.Alert) (alertList, error) {
+func (s *Server) alertsJSON(w http.ResponseWriter, as []store.Alert) (alertList, error) {
+	w.Header().Set("X-Total-Count", idText(uint64(len(as))))
+	if len(as) > maxAlertsListed {
+		as = as[:maxAlertsListed]
+	}
 	out := alertList{Alerts: make([]alertJSON, len(as))}
 	docs := map[uint64]store.Guidance{}
 	for i, a := range as {
@@ -102,7 +110,7 @@ func (s *Server) handleGardenAlerts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := s.alertsJSON(as)
+	out, err := s.alertsJSON(w, as)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -131,7 +139,7 @@ func (s *Server) handleMyAlerts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := s.alertsJSON(as)
+	out, err := s.alertsJSON(w, as)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
