@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -77,12 +78,15 @@ func (o *spatialDemoOptions) run(cmd *cobra.Command, _ []string) error {
 	if o.scan > 0 {
 		sim := demo.NewSimulation(ds)
 		robot := make(chan struct{})
+		rctx, cancel := context.WithCancel(ctx)
 		go func() {
 			defer close(robot)
-			srv.RunRobot(ctx, sim, o.scan, time.Now)
+			srv.RunRobot(rctx, sim, o.scan, time.Now)
 		}()
-		defer func() { <-robot }()
-		fmt.Fprintf(out, "a simulated robot scans the garden every %v\n", o.scan)
+		defer func() { cancel(); <-robot }()
+		if _, err := fmt.Fprintf(out, "a simulated robot scans the garden every %v\n", o.scan); err != nil {
+			return err
+		}
 	}
 	<-ctx.Done()
 	st := srv.Stats()

@@ -272,9 +272,9 @@ func TestAlertsAndTasks(t *testing.T) {
 		list := func(path, token string) []alert {
 			var a struct{ Alerts []alert }
 			data := g.must(200, "GET", path, token, nil)
-			json.Unmarshal(data, &a)
+			decodeJSON(t, data, &a)
 			var raw struct{ Alerts []map[string]any }
-			json.Unmarshal(data, &raw)
+			decodeJSON(t, data, &raw)
 			for i := range a.Alerts {
 				a.Alerts[i].raw = raw.Alerts[i]
 			}
@@ -339,7 +339,7 @@ func TestAlertsAndTasks(t *testing.T) {
 			At       time.Time
 		}
 		due := "2026-06-20T08:00:00Z"
-		json.Unmarshal(g.must(201, "POST", taskPath, admin, map[string]string{"assignee": "reader", "at": due}), &task)
+		decodeJSON(t, g.must(201, "POST", taskPath, admin, map[string]string{"assignee": "reader", "at": due}), &task)
 		if task.Type != "task" || task.Bed == nil || *task.Bed != f.beds[0] || task.Plant == nil || *task.Plant != trouble.MeasurementUUID ||
 			task.Assignee == nil || *task.Assignee != "reader" || task.At.Format(time.RFC3339) != due ||
 			!strings.HasPrefix(task.Title, water.Advice.Title) || !strings.Contains(task.Notes, water.Advice.Steps[0]) {
@@ -374,7 +374,7 @@ func TestAlertsAndTasks(t *testing.T) {
 			Thresholds map[string]float64
 			Advice     map[string]map[string]struct{ Title string }
 		}
-		json.Unmarshal(g.must(200, "GET", f.path+"/guidance", reader, nil), &got)
+		decodeJSON(t, g.must(200, "GET", f.path+"/guidance", reader, nil), &got)
 		if got.Thresholds["water"] != 4 || got.Thresholds["diseases"] != 2 || got.Thresholds["soil_humidity_min"] != 0.25 || got.Advice["*"]["water"].Title != "Our way" {
 			t.Errorf("guidance %+v", got)
 		}
@@ -431,9 +431,9 @@ func TestAlertsAndTasks(t *testing.T) {
 func TestDemoSeedsHistory(t *testing.T) {
 	g := startGardend(t, server.Config{Demo: true, History: server.HistoryConfig{ScanInterval: -1}})
 	var login struct{ Token string }
-	json.Unmarshal(g.must(200, "POST", "/login", "", map[string]string{"username": server.DemoUsername, "password": server.DemoPassword}), &login)
+	decodeJSON(t, g.must(200, "POST", "/login", "", map[string]string{"username": server.DemoUsername, "password": server.DemoPassword}), &login)
 	var alerts struct{ Alerts []struct{ Kind string } }
-	json.Unmarshal(g.must(200, "GET", "/alerts", login.Token, nil), &alerts)
+	decodeJSON(t, g.must(200, "GET", "/alerts", login.Token, nil), &alerts)
 	if len(alerts.Alerts) == 0 {
 		t.Fatal("the demo has no open alert")
 	}
@@ -444,8 +444,16 @@ func TestDemoSeedsHistory(t *testing.T) {
 		t.Errorf("%d points in 60 days, want one per 3 hours", n)
 	}
 	var logs struct{ Logs []struct{ Title string } }
-	json.Unmarshal(g.must(200, "GET", path+"/logs?type=activity&bed="+u64(beds[0].ID), login.Token, nil), &logs)
+	decodeJSON(t, g.must(200, "GET", path+"/logs?type=activity&bed="+u64(beds[0].ID), login.Token, nil), &logs)
 	if len(logs.Logs) < 2 || logs.Logs[0].Title != "Watered" {
 		t.Errorf("logbook %+v", logs)
+	}
+}
+
+// decodeJSON decodes data into v, failing the test on malformed JSON.
+func decodeJSON(tb testing.TB, data []byte, v any) {
+	tb.Helper()
+	if err := json.Unmarshal(data, v); err != nil {
+		tb.Fatalf("decode %s: %v", data, err)
 	}
 }

@@ -20,7 +20,11 @@ func openBolt(t *testing.T, now func() time.Time) *bolt.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return st
 }
 

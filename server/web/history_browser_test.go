@@ -158,8 +158,12 @@ func TestWebAppAttentionAndHistory(t *testing.T) {
 				p.waitFor("the "+value+" chart", `(() => { const b = document.querySelector('.panel-history .chart-box'); return b.dataset.state === 'drawn' && b.dataset.value === `+jsString(value)+`; })()`)
 				p.eval(`(() => { const b = document.querySelector('.panel-history .chart-box'); const s = b.querySelector('svg.chart');
 					return {Points: s.dataset.points, Markers: s.dataset.markers, From: b.dataset.from, To: b.dataset.to}; })()`, &c)
-				fmt.Sscan(c.Points, &points)
-				fmt.Sscan(c.Markers, &markers)
+				if _, err := fmt.Sscan(c.Points, &points); err != nil {
+					p.fatalf("points %q: %v", c.Points, err)
+				}
+				if _, err := fmt.Sscan(c.Markers, &markers); err != nil {
+					p.fatalf("markers %q: %v", c.Markers, err)
+				}
 				return points, markers, c.From, c.To
 			}
 			n, markers, from, to := chartOf("soil_humidity")

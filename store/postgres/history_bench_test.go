@@ -20,7 +20,7 @@ func historySize(b *testing.B, dsn string) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer conn.Close(context.Background())
+	defer func() { _ = conn.Close(context.Background()) }() // nothing to flush
 	var n int64
 	err = conn.QueryRow(context.Background(), `SELECT pg_total_relation_size('history_chunks') + pg_total_relation_size('history_series')`).Scan(&n)
 	if err != nil {
@@ -39,7 +39,7 @@ func BenchmarkHistoryBytesPerPoint(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // always nil
 	var f storetest.HistoryFixture
 	for b.Loop() {
 		// One reading per transaction, as a robot's scans come.
@@ -53,7 +53,9 @@ func BenchmarkHistoryBytesPerPoint(b *testing.B) {
 	if _, err := conn.Exec(context.Background(), `VACUUM FULL history_chunks, history_series`); err != nil {
 		b.Fatal(err)
 	}
-	conn.Close(context.Background())
+	if err := conn.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
 	b.ReportMetric(float64(written)/float64(f.Points), "B/point-written")
 	b.ReportMetric(float64(historySize(b, dsn))/float64(f.Points), "B/point-vacuumed")
 	b.ReportMetric(float64(f.Points), "points")
@@ -70,7 +72,7 @@ func BenchmarkHistoryTwoYears(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // always nil
 	f := storetest.FillHistory(b, st, 1, 33, 730*24*time.Hour, time.Hour, 96)
 	n := 0
 	for b.Loop() {
