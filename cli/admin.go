@@ -58,7 +58,7 @@ func (o *userCreateOptions) addFlags(cmd *cobra.Command, first, last string) {
 	f.StringVar(&o.firstName, "first-name", first, "first name")
 	f.StringVar(&o.lastName, "last-name", last, "last name")
 	f.StringVar(&o.email, "email", "", "email address (optional)")
-	cmd.MarkFlagRequired("username")
+	requireFlags(cmd, "username")
 }
 
 func (o *userCreateOptions) run(cmd *cobra.Command, _ []string) error {
@@ -90,8 +90,8 @@ func (o *userCreateOptions) run(cmd *cobra.Command, _ []string) error {
 	if u.SiteAdmin {
 		kind = "site administrator"
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "created %s %q (id %d)\n", kind, u.Username, u.ID)
-	return nil
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "created %s %q (id %d)\n", kind, u.Username, u.ID)
+	return err
 }
 
 // readPassword takes the first line of stdin, or prompts twice on a terminal.
@@ -112,16 +112,16 @@ func readPassword(cmd *cobra.Command, fromStdin bool) (string, error) {
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return "", errors.New("no password given: use --password-stdin, or run in a terminal to be prompted")
 	}
-	out := cmd.ErrOrStderr()
-	fmt.Fprint(out, "Password: ")
+	out := cmd.ErrOrStderr() // the prompts: on a terminal, whose failure ReadPassword reports
+	_, _ = fmt.Fprint(out, "Password: ")
 	first, err := term.ReadPassword(int(f.Fd()))
-	fmt.Fprintln(out)
+	_, _ = fmt.Fprintln(out)
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprint(out, "Repeat password: ")
+	_, _ = fmt.Fprint(out, "Repeat password: ")
 	second, err := term.ReadPassword(int(f.Fd()))
-	fmt.Fprintln(out)
+	_, _ = fmt.Fprintln(out)
 	if err != nil {
 		return "", err
 	}

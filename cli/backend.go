@@ -40,7 +40,7 @@ func adminCall[Resp any](ctx context.Context, g *globalOptions, op server.AdminO
 // adminStream runs an admin operation like adminCall, handing each of its answers to
 // answer as it arrives (progress reports). In process, prepare (when not nil) first
 // gives the Admin what the operation needs and returns its clean-up.
-func adminStream[Resp any](ctx context.Context, g *globalOptions, op server.AdminOp[Resp], prepare func(*server.Admin) (func(), error), answer func(Resp) error) error {
+func adminStream[Resp any](ctx context.Context, g *globalOptions, op server.AdminOp[Resp], prepare func(*server.Admin) (func(), error), answer func(Resp) error) (err error) {
 	dataDir := g.dataDir
 	if err := checkIdle(g); err != nil {
 		return err
@@ -50,7 +50,7 @@ func adminStream[Resp any](ctx context.Context, g *globalOptions, op server.Admi
 		return err
 	}
 	if resp, ok := viaSocket(ctx, dataDir, op.OpName(), body); ok {
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // read to its end or to the failure returned
 		if resp.StatusCode != http.StatusOK {
 			return adminProblem(resp)
 		}
@@ -72,7 +72,7 @@ func adminStream[Resp any](ctx context.Context, g *globalOptions, op server.Admi
 	if err != nil {
 		return err
 	}
-	defer closeDB()
+	defer closeInto(&err, "the database", closeDB)
 	if prepare != nil {
 		cleanup, err := prepare(admin)
 		if err != nil {
@@ -87,7 +87,7 @@ func adminStream[Resp any](ctx context.Context, g *globalOptions, op server.Admi
 // w, through the running server's socket or else in-process, like adminCall. A
 // failure after bytes were written is still returned: from the socket's error
 // trailer or a cut-off body, or from the operation in process.
-func adminDownload(ctx context.Context, g *globalOptions, op server.AdminDownload, w io.Writer) error {
+func adminDownload(ctx context.Context, g *globalOptions, op server.AdminDownload, w io.Writer) (err error) {
 	dataDir := g.dataDir
 	if err := checkIdle(g); err != nil {
 		return err
@@ -97,7 +97,7 @@ func adminDownload(ctx context.Context, g *globalOptions, op server.AdminDownloa
 		return err
 	}
 	if resp, ok := viaSocket(ctx, dataDir, op.OpName(), body); ok {
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // read to its end or to the failure returned
 		if resp.StatusCode != http.StatusOK {
 			return adminProblem(resp)
 		}
@@ -110,7 +110,7 @@ func adminDownload(ctx context.Context, g *globalOptions, op server.AdminDownloa
 	if err != nil {
 		return err
 	}
-	defer closeDB()
+	defer closeInto(&err, "the database", closeDB)
 	return server.RunAdminDownload(ctx, admin, op, w)
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -141,6 +142,7 @@ func TestBackupWhileServingThenRestoreAndServe(t *testing.T) {
 	if !strings.Contains(out, "wrote "+archive) || !strings.Contains(out, "pointclouds/ 2 files") || !strings.Contains(out, "images/ 1 file") {
 		t.Fatalf("backup output %q", out)
 	}
+	backupOut := out
 	if info, err := os.Stat(archive); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("archive %v, %v: want mode 0600", info, err)
 	}
@@ -155,6 +157,11 @@ func TestBackupWhileServingThenRestoreAndServe(t *testing.T) {
 	}
 	if !strings.Contains(out, "restored "+archive) || !strings.Contains(out, fmt.Sprintf("schema %d", bolt.SchemaVersion())) {
 		t.Fatalf("restore output %q", out)
+	}
+	// Both name the size of the data (the archive's own size is larger: tar headers).
+	dataSize := regexp.MustCompile(`[0-9.]+ [KMGT]?i?B of data`)
+	if w, r := dataSize.FindString(backupOut), dataSize.FindString(out); w == "" || w != r {
+		t.Fatalf("backup says %q, restore %q:\n%s\n%s", w, r, backupOut, out)
 	}
 	checkStandIns(t, target)
 	checkGardeners(t, serve(t, target), gs)

@@ -37,8 +37,7 @@ func newBedsAddCommand(g *globalOptions) *cobra.Command {
 	f.Uint64Var(&o.garden, "garden", 0, "garden id (see gardend inspect gardens)")
 	f.StringVar(&o.uuid, "uuid", "", "project uuid on the spatial data server")
 	f.StringVar(&o.name, "name", "", "bed name (optional)")
-	cmd.MarkFlagRequired("garden")
-	cmd.MarkFlagRequired("uuid")
+	requireFlags(cmd, "garden", "uuid")
 	return cmd
 }
 
@@ -50,8 +49,8 @@ func (o *bedsAddOptions) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "added bed %d (project %s) to garden %d\n", b.ID, b.UUID, o.garden)
-	return nil
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "added bed %d (project %s) to garden %d\n", b.ID, b.UUID, o.garden)
+	return err
 }
 
 type bedsRemoveOptions struct {
@@ -72,8 +71,7 @@ func newBedsRemoveCommand(g *globalOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.Uint64Var(&o.garden, "garden", 0, "garden id")
 	f.Uint64Var(&o.bed, "bed", 0, "bed id")
-	cmd.MarkFlagRequired("garden")
-	cmd.MarkFlagRequired("bed")
+	requireFlags(cmd, "garden", "bed")
 	return cmd
 }
 
@@ -84,6 +82,6 @@ func (o *bedsRemoveOptions) run(cmd *cobra.Command, _ []string) error {
 	if _, err := adminCall(cmd.Context(), o.global, server.BedsRemove{Garden: o.garden, Bed: o.bed}); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "removed bed %d of garden %d\n", o.bed, o.garden)
-	return nil
+	_, err := fmt.Fprintf(cmd.OutOrStdout(), "removed bed %d of garden %d\n", o.bed, o.garden)
+	return err
 }

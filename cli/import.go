@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -69,7 +69,7 @@ Run it with gardend serve stopped. Guide: docs/migrating.md.`,
 	return cmd
 }
 
-func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) error {
+func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) (err error) {
 	if o.media != "" {
 		if st, err := os.Stat(o.media); err != nil || !st.IsDir() {
 			return fmt.Errorf("--media %s: not a directory", o.media)
@@ -90,14 +90,16 @@ func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer closeInto(&err, "the database", closeStore)
 
 	res, err := plantmap.Import(cmd.Context(), plantmap.Options{
-		Dump: dump, MediaDir: o.media, DryRun: o.dryRun, Store: st, Images: images, Progress: bar.draw,
+		Dump: dump, MediaDir: o.media, SpoolDir: spoolDir(o.global.dataDir), DryRun: o.dryRun, Store: st, Images: images, Progress: bar.draw,
 	})
 	bar.finish()
 	if res != nil {
-		printImport(cmd.OutOrStdout(), res, o.dryRun)
+		if perr := printImport(cmd.OutOrStdout(), res, o.dryRun); perr != nil && err == nil {
+			return fmt.Errorf("write the import report: %w", perr)
+		}
 	}
 	switch {
 	case errors.Is(err, plantmap.ErrProblems):
@@ -114,6 +116,16 @@ func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
+// spoolDir is where the import's images wait for the write: the data directory, on
+// the disk they go to, when there is one (the system's temporary directory may be
+// memory).
+func spoolDir(dataDir string) string {
+	if st, err := os.Stat(dataDir); err == nil && st.IsDir() {
+		return dataDir
+	}
+	return ""
+}
+
 // openDump opens the dump file, or standard input for "-"; size is 0 when unknown.
 func openDump(cmd *cobra.Command, path string) (io.Reader, int64, func(), error) {
 	if path == "-" {
@@ -127,7 +139,7 @@ func openDump(cmd *cobra.Command, path string) (io.Reader, int64, func(), error)
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	return f, size, func() { f.Close() }, nil
+	return f, size, func() { _ = f.Close() }, nil // read only
 }
 
 // openTarget opens the database for the import. A dry run opens an existing bbolt
@@ -135,13 +147,13 @@ func openDump(cmd *cobra.Command, path string) (io.Reader, int64, func(), error)
 // it writes nothing at all; the import itself needs the bbolt file to itself (serve
 // must not run). A PostgreSQL database is shared: nodes may serve it meanwhile (the
 // import's transaction is SERIALIZABLE), and a dry run there only reads.
-func (o *importPlantMapOptions) openTarget(ctx context.Context) (plantmap.Store, plantmap.Images, func(), error) {
+func (o *importPlantMapOptions) openTarget(ctx context.Context) (plantmap.Store, plantmap.Images, func() error, error) {
 	if _, pg := o.global.postgresDSN(); pg {
 		st, _, err := openStore(ctx, o.global, nil, nil)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		closeStore := func() { st.Close() }
+		closeStore := st.Close
 		shared, ok := st.(store.Shared)
 		if !ok || o.dryRun {
 			return st, nil, closeStore, nil
@@ -160,10 +172,13 @@ func (o *importPlantMapOptions) openTarget(ctx context.Context) (plantmap.Store,
 			}
 			st, err := bolt.Open(filepath.Join(tmp, bolt.FileName), opts)
 			if err != nil {
-				os.RemoveAll(tmp)
+				_ = os.RemoveAll(tmp) // err is the one to report
 				return nil, nil, nil, err
 			}
-			return st, nil, func() { st.Close(); os.RemoveAll(tmp) }, nil
+			return st, nil, func() error {
+				_ = os.RemoveAll(tmp) // a throwaway in the temporary directory
+				return st.Close()
+			}, nil
 		}
 		opts.ReadOnly = true
 	}
@@ -175,14 +190,14 @@ func (o *importPlantMapOptions) openTarget(ctx context.Context) (plantmap.Store,
 		return nil, nil, nil, err
 	}
 	if o.dryRun {
-		return st, nil, func() { st.Close() }, nil
+		return st, nil, st.Close, nil
 	}
 	images, err := imagestore.Open(filepath.Join(dir, server.ImageDirName))
 	if err != nil {
-		st.Close()
+		_ = st.Close() // nothing written yet; err is the one to report
 		return nil, nil, nil, err
 	}
-	return st, images, func() { st.Close() }, nil
+	return st, images, st.Close, nil
 }
 
 // contentImages puts an import's images into a database that keeps image content.
@@ -191,8 +206,8 @@ type contentImages struct {
 	content store.ImageContent
 }
 
-func (c contentImages) Put(data []byte) (string, error) {
-	rel, _, err := c.content.PutImage(c.ctx, 0, bytes.NewReader(data))
+func (c contentImages) PutFrom(r io.Reader) (string, error) {
+	rel, _, err := c.content.PutImage(c.ctx, 0, r)
 	return rel, err
 }
 
@@ -203,7 +218,10 @@ func (c contentImages) Remove(rel string) error {
 // printImport writes the report: problems, what happened per model, the ids that
 // changed, the images converted, what the dump held besides. Everything that comes
 // from the dump is escaped: it is somebody else's data on the operator's terminal.
-func printImport(w io.Writer, res *plantmap.Result, dryRun bool) {
+// The report is buffered, and its one Flush returns the first failed write (a full
+// disk, a closed pipe): the ids it maps are worth not losing silently.
+func printImport(out io.Writer, res *plantmap.Result, dryRun bool) error {
+	w := bufio.NewWriter(out)
 	problems := slices.Clone(res.Problems)
 	order := map[string]int{}
 	for i, m := range plantmap.Models {
@@ -220,21 +238,21 @@ func printImport(w io.Writer, res *plantmap.Result, dryRun bool) {
 		return pkLess(a.PK, b.PK)
 	})
 	if len(problems) > 0 {
-		fmt.Fprintln(w, "Problems:")
+		_, _ = fmt.Fprintln(w, "Problems:")
 		for _, p := range problems {
 			sev := "error  "
 			if p.Warning {
 				sev = "warning"
 			}
-			fmt.Fprintf(w, "  %s  %s pk=%s: %s\n", sev, printable(p.Model), printable(p.PK), printable(p.Message))
+			_, _ = fmt.Fprintf(w, "  %s  %s pk=%s: %s\n", sev, printable(p.Model), printable(p.PK), printable(p.Message))
 		}
-		fmt.Fprintln(w)
+		_, _ = fmt.Fprintln(w)
 	}
 	if res.Plan.Kinds == nil {
-		return
+		return w.Flush()
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tIN DUMP\tNEW\tALREADY IMPORTED\tSKIPPED\tIDS")
+	_, _ = fmt.Fprintln(tw, "MODEL\tIN DUMP\tNEW\tALREADY IMPORTED\tSKIPPED\tIDS")
 	for _, c := range res.Counts {
 		ids := "kept"
 		if !c.KeepsIDs {
@@ -243,17 +261,17 @@ func printImport(w io.Writer, res *plantmap.Result, dryRun bool) {
 		if c.Kind == store.ImportWidgets {
 			ids = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", c.Model, c.InDump, c.New, c.Already, c.Skipped, ids)
+		_, _ = fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", c.Model, c.InDump, c.New, c.Already, c.Skipped, ids)
 		if c.Kind == store.ImportGardens {
-			fmt.Fprintf(tw, "%s\t%d\t\t\t\t(with their gardens)\n", plantmap.ModelCoordinate, res.Coordinates)
+			_, _ = fmt.Fprintf(tw, "%s\t%d\t\t\t\t(with their gardens)\n", plantmap.ModelCoordinate, res.Coordinates)
 		}
 	}
-	tw.Flush()
+	_ = tw.Flush() // into w: its error is w's
 
 	for _, c := range res.Counts {
 		kp := res.Plan.Kinds[c.Kind]
 		for _, key := range sortedKeys(kp.Skipped) {
-			fmt.Fprintf(w, "skipped %s pk=%d: %s\n", printable(c.Model), key, printable(kp.Skipped[key]))
+			_, _ = fmt.Fprintf(w, "skipped %s pk=%d: %s\n", printable(c.Model), key, printable(kp.Skipped[key]))
 		}
 	}
 	for _, c := range res.Counts {
@@ -265,14 +283,14 @@ func printImport(w io.Writer, res *plantmap.Result, dryRun bool) {
 		for _, key := range kp.New {
 			pairs = append(pairs, fmt.Sprintf("%d→%d", key, kp.IDs[key]))
 		}
-		fmt.Fprintf(w, "new ids of %s (dump pk→gardend id): %s\n", c.Model, strings.Join(pairs, ", "))
+		_, _ = fmt.Fprintf(w, "new ids of %s (dump pk→gardend id): %s\n", c.Model, strings.Join(pairs, ", "))
 	}
 	for _, c := range res.Conversions {
 		gardens := make([]string, len(c.Gardens))
 		for i, g := range c.Gardens {
 			gardens[i] = strconv.FormatUint(g, 10)
 		}
-		fmt.Fprintf(w, "image %s is a %s, %d×%d: converted to PNG at that size (garden %s)\n",
+		_, _ = fmt.Fprintf(w, "image %s is a %s, %d×%d: converted to PNG at that size (garden %s)\n",
 			printable(c.File), strings.ToUpper(c.Format), c.Width, c.Height, strings.Join(gardens, ", "))
 	}
 	if len(res.SkippedModels) > 0 {
@@ -285,21 +303,30 @@ func printImport(w io.Writer, res *plantmap.Result, dryRun bool) {
 		for _, m := range models {
 			parts = append(parts, fmt.Sprintf("%s %d", printable(m), res.SkippedModels[m]))
 		}
-		fmt.Fprintf(w, "left out (not gardend's to keep): %s\n", strings.Join(parts, ", "))
+		_, _ = fmt.Fprintf(w, "left out (not gardend's to keep): %s\n", strings.Join(parts, ", "))
+	}
+	if n := len(res.CostlyHashes); n > 0 {
+		names := make([]string, n)
+		for i, name := range res.CostlyHashes {
+			names[i] = printable(name)
+		}
+		_, _ = fmt.Fprintf(w, "%d account(s) without a usable password: their PlantMap hash costs more than %d logins to check; set a password with gardend user reset-password NAME: %s\n",
+			n, store.MaxHashCost, strings.Join(names, ", "))
 	}
 	switch {
 	case res.Errors():
 	case dryRun:
-		fmt.Fprintln(w, "dry run: nothing was written")
+		_, _ = fmt.Fprintln(w, "dry run: nothing was written")
 	case res.Written:
 		n := 0
 		for _, c := range res.Counts {
 			n += c.New
 		}
-		fmt.Fprintf(w, "imported %d records in one transaction\n", n)
+		_, _ = fmt.Fprintf(w, "imported %d records in one transaction\n", n)
 	default:
-		fmt.Fprintln(w, "nothing new to import: everything in the dump was imported before")
+		_, _ = fmt.Fprintln(w, "nothing new to import: everything in the dump was imported before")
 	}
+	return w.Flush()
 }
 
 func sortedKeys(m map[uint64]string) []uint64 {
@@ -354,13 +381,13 @@ func (b *stageBar) draw(stage string, done, total int64) {
 		return
 	}
 	b.last = text
-	fmt.Fprint(b.w, "\r"+text+"\x1b[K")
+	_, _ = fmt.Fprint(b.w, "\r"+text+"\x1b[K") // a bar on a terminal: nothing to do if it fails
 	b.drawn = true
 }
 
 func (b *stageBar) finish() {
 	if b.drawn {
-		fmt.Fprintln(b.w)
+		_, _ = fmt.Fprintln(b.w)
 		b.drawn = false
 	}
 }

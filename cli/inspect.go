@@ -24,7 +24,8 @@ type inspectOptions struct {
 // Every string from the database goes through printable: names are user input.
 type inspectView struct {
 	name, short string
-	// fetch runs the operation; table prints its answer.
+	// fetch runs the operation; table prints its answer into a tabwriter, which
+	// buffers it: its Flush returns a failed write.
 	fetch func(ctx context.Context, g *globalOptions) (any, error)
 	table func(tw io.Writer, v any)
 }
@@ -40,67 +41,67 @@ func inspection[Resp any](name, short string, op server.AdminOp[Resp], table fun
 func inspectViews() []inspectView {
 	return []inspectView{
 		inspection("users", "List user accounts", server.InspectUsers{}, func(tw io.Writer, users []store.User) {
-			fmt.Fprintln(tw, "ID\tUSERNAME\tNAME\tEMAIL\tSITE ADMIN\tJOINED\tLAST LOGIN")
+			_, _ = fmt.Fprintln(tw, "ID\tUSERNAME\tNAME\tEMAIL\tSITE ADMIN\tJOINED\tLAST LOGIN")
 			for _, u := range users {
 				last := "never"
 				if u.LastLogin != nil {
 					last = stamp(*u.LastLogin)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s %s\t%s\t%v\t%s\t%s\n", u.ID, printable(u.Username), printable(u.FirstName), printable(u.LastName), printable(u.Email), u.SiteAdmin, stamp(u.DateJoined), last)
+				_, _ = fmt.Fprintf(tw, "%d\t%s\t%s %s\t%s\t%v\t%s\t%s\n", u.ID, printable(u.Username), printable(u.FirstName), printable(u.LastName), printable(u.Email), u.SiteAdmin, stamp(u.DateJoined), last)
 			}
 		}),
 		inspection("tokens", "List login tokens (digest prefixes only)", server.InspectTokens{}, func(tw io.Writer, tokens []store.Token) {
-			fmt.Fprintln(tw, "DIGEST\tUSER\tCREATED\tEXPIRES")
+			_, _ = fmt.Fprintln(tw, "DIGEST\tUSER\tCREATED\tEXPIRES")
 			for _, t := range tokens {
-				fmt.Fprintf(tw, "%s…\t%d\t%s\t%s\n", printable(t.Prefix), t.UserID, stamp(t.Created), stamp(t.Expiry))
+				_, _ = fmt.Fprintf(tw, "%s…\t%d\t%s\t%s\n", printable(t.Prefix), t.UserID, stamp(t.Created), stamp(t.Expiry))
 			}
 		}),
 		inspection("companies", "List companies", server.InspectCompanies{}, func(tw io.Writer, companies []store.Company) {
-			fmt.Fprintln(tw, "ID\tNAME")
+			_, _ = fmt.Fprintln(tw, "ID\tNAME")
 			for _, c := range companies {
-				fmt.Fprintf(tw, "%d\t%s\n", c.ID, printable(c.Name))
+				_, _ = fmt.Fprintf(tw, "%d\t%s\n", c.ID, printable(c.Name))
 			}
 		}),
 		inspection("gardens", "List gardens of every company", server.InspectGardens{}, func(tw io.Writer, gardens []store.Garden) {
-			fmt.Fprintln(tw, "ID\tCOMPANY\tNAME\tIMAGE")
+			_, _ = fmt.Fprintln(tw, "ID\tCOMPANY\tNAME\tIMAGE")
 			for _, g := range gardens {
 				image := "-"
 				if g.ImagePath != nil {
 					image = *g.ImagePath
 				}
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\n", g.ID, g.Company, printable(g.Name), printable(image))
+				_, _ = fmt.Fprintf(tw, "%d\t%d\t%s\t%s\n", g.ID, g.Company, printable(g.Name), printable(image))
 			}
 		}),
 		inspection("permissions", "List company and garden permissions", server.InspectPermissions{}, func(tw io.Writer, list store.PermissionList) {
-			fmt.Fprintln(tw, "ON\tID\tUSER\tPERMISSION")
+			_, _ = fmt.Fprintln(tw, "ON\tID\tUSER\tPERMISSION")
 			for _, p := range list.Company {
-				fmt.Fprintf(tw, "company %d\t%d\t%s\t%s\n", p.Company, p.ID, printable(p.Username), printable(string(p.Level)))
+				_, _ = fmt.Fprintf(tw, "company %d\t%d\t%s\t%s\n", p.Company, p.ID, printable(p.Username), printable(string(p.Level)))
 			}
 			for _, p := range list.Garden {
-				fmt.Fprintf(tw, "garden %d\t%d\t%s\t%s\n", p.Garden, p.ID, printable(p.Username), printable(string(p.Level)))
+				_, _ = fmt.Fprintf(tw, "garden %d\t%d\t%s\t%s\n", p.Garden, p.ID, printable(p.Username), printable(string(p.Level)))
 			}
 		}),
 		inspection("stats", "Show database size and record counts", server.InspectStats{}, func(tw io.Writer, st store.Stats) {
-			fmt.Fprintf(tw, "schema version\t%d\n", st.SchemaVersion)
-			fmt.Fprintf(tw, "file size\t%s bytes\n", strconv.FormatInt(st.FileBytes, 10))
+			_, _ = fmt.Fprintf(tw, "schema version\t%d\n", st.SchemaVersion)
+			_, _ = fmt.Fprintf(tw, "file size\t%s bytes\n", strconv.FormatInt(st.FileBytes, 10))
 			for _, b := range st.Buckets {
-				fmt.Fprintf(tw, "%s\t%d\n", printable(b.Name), b.Keys)
+				_, _ = fmt.Fprintf(tw, "%s\t%d\n", printable(b.Name), b.Keys)
 			}
 		}),
 		inspection("beds", "List beds with their plant positions and queued downloads", server.InspectBeds{}, func(tw io.Writer, beds []store.BedStatus) {
-			fmt.Fprintln(tw, "ID\tGARDEN\tPROJECT\tNAME\tPOSITIONS\tNO POSITION\tQUEUED\tFAILED")
+			_, _ = fmt.Fprintln(tw, "ID\tGARDEN\tPROJECT\tNAME\tPOSITIONS\tNO POSITION\tQUEUED\tFAILED")
 			for _, b := range beds {
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\n", b.ID, b.Garden, printable(b.UUID), printable(b.Name), b.Positions, b.NoPosition, b.Queued, b.Failed)
+				_, _ = fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\n", b.ID, b.Garden, printable(b.UUID), printable(b.Name), b.Positions, b.NoPosition, b.Queued, b.Failed)
 			}
 		}),
 		inspection("queue", "List queued point-cloud downloads (failed ones included)", server.InspectQueue{}, func(tw io.Writer, jobs []store.CloudJob) {
-			fmt.Fprintln(tw, "PROJECT\tCLOUD\tSTATE\tATTEMPTS\tNEXT ATTEMPT\tLAST ERROR")
+			_, _ = fmt.Fprintln(tw, "PROJECT\tCLOUD\tSTATE\tATTEMPTS\tNEXT ATTEMPT\tLAST ERROR")
 			for _, j := range jobs {
 				state, next := "waiting", stamp(j.NextAttempt)
 				if j.Failed {
 					state, next = "failed", "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", printable(j.Project), printable(j.Cloud), state, j.Attempts, next, printable(j.LastError))
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", printable(j.Project), printable(j.Cloud), state, j.Attempts, next, printable(j.LastError))
 			}
 		}),
 		inspection("logs", "List the logbook: every garden's logs, newest first (10,000 per garden)", server.InspectLogs{}, logsTable),

@@ -38,7 +38,7 @@ func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 		// (a command's error output in tests, a buffer) may not be.
 		w = zerolog.SyncWriter(w)
 	}
-	var out io.Writer = w
+	out := w
 	if format == "console" {
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !tty}
 	}

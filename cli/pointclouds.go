@@ -44,8 +44,13 @@ workers.`,
 		Args: cobra.NoArgs,
 		RunE: o.run,
 	}
-	cmd.Flags().Uint64Var(&o.garden, "garden", 0, "only this garden's beds (default: all gardens)")
-	o.spatial.addFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.Uint64Var(&o.garden, "garden", 0, "only this garden's beds (default: all gardens)")
+	o.spatial.addFlags(f)
+	// The shared flags' help speaks of serve; here they serve the in-process fetch.
+	f.Lookup("spatial").Usage = "spatial data server (SEEREP) gRPC address HOST:PORT to fetch from " +
+		"in process when gardend serve is not running (while it runs, its workers fetch and this is not needed)"
+	f.Lookup("pointcloud-workers").Usage = "point clouds downloaded at once when fetching in process"
 	return cmd
 }
 
@@ -87,13 +92,13 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 	if last.Error != "" {
 		return errors.New(printable(last.Error))
 	}
-	out := cmd.OutOrStdout()
+	out := cmd.OutOrStdout() // the summary of a sync already done: printing it cannot undo it
 	switch {
 	case last.Total > 0:
-		fmt.Fprintf(out, "%d of %d point clouds fetched, %d failed (they stay queued), %s\n",
+		_, _ = fmt.Fprintf(out, "%d of %d point clouds fetched, %d failed (they stay queued), %s\n",
 			last.Done-last.Failed, last.Total, last.Failed, mib(last.Bytes))
 	case last.BedsFailed == 0:
-		fmt.Fprintln(out, "no point cloud is missing")
+		_, _ = fmt.Fprintln(out, "no point cloud is missing")
 	}
 	if last.BedsFailed > 0 {
 		// A bed that could not be read may be missing any number of clouds: the
@@ -105,6 +110,7 @@ func (o *pointCloudsSyncOptions) run(cmd *cobra.Command, _ []string) error {
 
 // progressBar draws `[#####     ] 120/198 clouds  4.1 MiB`: redrawn in place on a
 // terminal, else a line per tenth of the way so logs stay short.
+// Its writes are discarded on failure: a progress display has nothing to report to.
 type progressBar struct {
 	w        io.Writer
 	tty      bool
@@ -125,29 +131,29 @@ func (b *progressBar) draw(p pointcloud.Progress) {
 	filled := p.Done * barWidth / p.Total
 	text := fmt.Sprintf("[%s%s] %d/%d clouds  %s", strings.Repeat("#", filled), strings.Repeat(" ", barWidth-filled), p.Done, p.Total, mib(p.Bytes))
 	if b.tty {
-		fmt.Fprint(b.w, "\r"+text+"\x1b[K")
+		_, _ = fmt.Fprint(b.w, "\r"+text+"\x1b[K")
 		b.drawn = true
 		return
 	}
 	tier := filled * 10 / barWidth
 	if tier != b.lastTier || p.Final {
 		b.lastTier = tier
-		fmt.Fprintln(b.w, text)
+		_, _ = fmt.Fprintln(b.w, text)
 	}
 }
 
 // note prints a message on its own line, without breaking the bar.
 func (b *progressBar) note(msg string) {
 	if b.drawn {
-		fmt.Fprintln(b.w)
+		_, _ = fmt.Fprintln(b.w)
 		b.drawn = false
 	}
-	fmt.Fprintln(b.w, msg)
+	_, _ = fmt.Fprintln(b.w, msg)
 }
 
 func (b *progressBar) finish() {
 	if b.drawn {
-		fmt.Fprintln(b.w)
+		_, _ = fmt.Fprintln(b.w)
 		b.drawn = false
 	}
 }

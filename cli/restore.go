@@ -52,7 +52,8 @@ holds in the same transaction. Nodes may keep running; nothing needs --resume.
 		Example: `  gardend restore /mnt/usb/gardend-20261122T080000Z.tar --data /var/lib/gardend --force
   ssh backup-host 'cat gardend.tar' | gardend restore - --data /var/lib/gardend
   gardend restore --resume --data /var/lib/gardend     # after a power cut during a restore
-  gardend restore box.tar --store "$GARDEND_STORE" --data /var/lib/gardend-node   # a box's install into a cluster`,
+  # a box's install into a cluster:
+  gardend restore box.tar --store "$GARDEND_STORE" --data /var/lib/gardend-node`,
 		Args: o.args,
 		RunE: o.run,
 	}
@@ -112,7 +113,7 @@ func (o *restoreOptions) run(cmd *cobra.Command, args []string) error {
 	m, err := backup.Restore(in, dir, backup.RestoreOptions{
 		Force: o.force,
 		Prepare: func(staging string, m *backup.Manifest) (string, error) {
-			return recordsToBolt(cmd.Context(), staging, m)
+			return recordsToBolt(cmd.Context(), staging, m, reportRepair(cmd))
 		},
 		CheckDB: checkRestoredDB,
 		// A server started while the archive was unpacked must not see the switch.
@@ -125,14 +126,24 @@ func (o *restoreOptions) run(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// printRestored reports a restore of the archive named file into target.
+// printRestored reports a restore of the archive named file into target. The restore
+// is done: a failure to print the report does not undo it.
 func printRestored(cmd *cobra.Command, m *backup.Manifest, file, target string) {
 	out := cmd.OutOrStdout()
 	for _, x := range m.Missing {
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was missing when the backup was made (%s)\n", printable(x.Path), printable(x.Reason))
+		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was missing when the backup was made (%s)\n", printable(x.Path), printable(x.Reason))
 	}
-	fmt.Fprintf(out, "restored %s into %s: %s (%s)\n", printable(file), printable(target), formatSize(m.TotalBytes()), describeEntries(m))
-	fmt.Fprintf(out, "backup made %s by gardend %s, schema %d\n", m.Created.Format(time.RFC3339), printable(m.GardendVersion), m.SchemaVersion)
+	_, _ = fmt.Fprintf(out, "restored %s into %s: %s of data (%s)\n", printable(file), printable(target), formatSize(m.TotalBytes()), describeEntries(m))
+	_, _ = fmt.Fprintf(out, "backup made %s by gardend %s, schema %d\n", m.Created.Format(time.RFC3339), printable(m.GardendVersion), m.SchemaVersion)
+}
+
+// reportRepair warns of each record a restore repaired to load it (store.Repair):
+// names with control characters or invalid UTF-8, which no store keeps, are loaded
+// with U+FFFD in their place rather than refused.
+func reportRepair(cmd *cobra.Command) func(store.Repair) {
+	return func(r store.Repair) {
+		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "warning: repaired %s\n", printable(r.String()))
+	}
 }
 
 // openArchive opens the archive file, or standard input for "-".
@@ -144,7 +155,7 @@ func openArchive(cmd *cobra.Command, file string) (io.Reader, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
-	return f, func() { f.Close() }, nil
+	return f, func() { _ = f.Close() }, nil // read only
 }
 
 // recover finishes or undoes a restore that was cut off in dir.
@@ -160,15 +171,15 @@ func (o *restoreOptions) recover(cmd *cobra.Command, dir string) error {
 	out := cmd.OutOrStdout()
 	switch {
 	case in == nil:
-		fmt.Fprintf(out, "no restore to finish or undo in %s\n", dir)
+		_, err = fmt.Fprintf(out, "no restore to finish or undo in %s\n", dir)
 	case in.State == backup.Deleting:
-		fmt.Fprintf(out, "the restore %s in %s had gone through; deleted the copy it had given up\n", in.ID, dir)
+		_, err = fmt.Fprintf(out, "the restore %s in %s had gone through; deleted the copy it had given up\n", in.ID, dir)
 	case o.rollback:
-		fmt.Fprintf(out, "%s the restore %s (it was %s): %s holds the data from before it\n", verb, in.ID, in.State, dir)
+		_, err = fmt.Fprintf(out, "%s the restore %s (it was %s): %s holds the data from before it\n", verb, in.ID, in.State, dir)
 	default:
-		fmt.Fprintf(out, "%s the restore %s (it was %s): %s holds the backup's data\n", verb, in.ID, in.State, dir)
+		_, err = fmt.Fprintf(out, "%s the restore %s (it was %s): %s holds the backup's data\n", verb, in.ID, in.State, dir)
 	}
-	return nil
+	return err
 }
 
 // checkNotServing fails when a process holds dir's database. Any other open error
@@ -183,7 +194,7 @@ func checkNotServing(dir string) error {
 		return fmt.Errorf("restore: %w: stop gardend serve on %s first", err, dir)
 	}
 	if err == nil {
-		st.Close()
+		_ = st.Close() // read only
 	}
 	return nil
 }
@@ -204,7 +215,7 @@ func checkRestoredDB(path string, m *backup.Manifest) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: it does not open: %v", backup.ErrBadDatabase, err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // read only
 	if err := st.Check(); err != nil {
 		return fmt.Errorf("%w: consistency check: %v", backup.ErrBadDatabase, err)
 	}
@@ -239,7 +250,7 @@ func checkSchema(m *backup.Manifest) error {
 // loads them into a new database file beside them in staging and deletes the archive.
 // The image content came as files under images/, where bbolt keeps it. A backup of a
 // bbolt database needs nothing done.
-func recordsToBolt(ctx context.Context, staging string, m *backup.Manifest) (string, error) {
+func recordsToBolt(ctx context.Context, staging string, m *backup.Manifest, repaired func(store.Repair)) (string, error) {
 	records := filepath.Join(staging, filepath.FromSlash(m.Database))
 	if !m.RecordsArchive() {
 		return records, nil
@@ -255,12 +266,12 @@ func recordsToBolt(ctx context.Context, staging string, m *backup.Manifest) (str
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	st, err := bolt.Open(db, bolt.Options{})
 	if err != nil {
 		return "", err
 	}
-	err = st.Import(ctx, f, store.ImportOptions{})
+	err = st.Import(ctx, f, store.ImportOptions{Repaired: repaired})
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
@@ -277,7 +288,7 @@ func recordsToBolt(ctx context.Context, staging string, m *backup.Manifest) (str
 // cut-off run changes nothing. A backup of a bbolt install is read from its database
 // file. The point-cloud cache goes into --data when given; any node refills what it
 // lacks from the spatial server.
-func (o *restoreOptions) restorePostgres(cmd *cobra.Command, file string) error {
+func (o *restoreOptions) restorePostgres(cmd *cobra.Command, file string) (err error) {
 	ctx := cmd.Context()
 	in, closeIn, err := openArchive(cmd, file)
 	if err != nil {
@@ -295,7 +306,7 @@ func (o *restoreOptions) restorePostgres(cmd *cobra.Command, file string) error 
 	if err != nil {
 		return fmt.Errorf("restore: scratch directory: %w", err)
 	}
-	defer os.RemoveAll(scratch)
+	defer func() { _ = os.RemoveAll(scratch) }() // a leftover .tmp- directory is left out of backups
 	m, err := backup.Extract(in, scratch, backup.ReadOptions{})
 	if err != nil {
 		return err
@@ -312,8 +323,8 @@ func (o *restoreOptions) restorePostgres(cmd *cobra.Command, file string) error 
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	err = st.Import(ctx, records, store.ImportOptions{Replace: o.force, Images: func(path string) (io.ReadCloser, error) {
+	defer closeInto(&err, "the database", st.Close)
+	err = st.Import(ctx, records, store.ImportOptions{Replace: o.force, Repaired: reportRepair(cmd), Images: func(path string) (io.ReadCloser, error) {
 		if err := backup.CheckPath(path); err != nil {
 			return nil, err
 		}
@@ -327,10 +338,10 @@ func (o *restoreOptions) restorePostgres(cmd *cobra.Command, file string) error 
 	}
 	if cacheDir != "" {
 		if err := adoptCache(scratch, cacheDir); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the point-cloud cache was not restored into %s (nodes fetch the clouds again): %v\n", printable(cacheDir), err)
+			_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "warning: the point-cloud cache was not restored into %s (nodes fetch the clouds again): %v\n", printable(cacheDir), err)
 		}
 	} else {
-		fmt.Fprintln(cmd.ErrOrStderr(), "note: the point-cloud cache was left out (pass --data to restore it into a node's data directory); nodes fetch the clouds again")
+		_, _ = fmt.Fprintln(cmd.ErrOrStderr(), "note: the point-cloud cache was left out (pass --data to restore it into a node's data directory); nodes fetch the clouds again")
 	}
 	printRestored(cmd, m, file, o.global.describeStore())
 	return nil
@@ -345,7 +356,7 @@ func recordsOf(ctx context.Context, scratch string, m *backup.Manifest) (io.Read
 		if err != nil {
 			return nil, nil, err
 		}
-		return f, func() { f.Close() }, nil
+		return f, func() { _ = f.Close() }, nil // read only
 	}
 	if err := checkRestoredDB(path, m); err != nil {
 		return nil, nil, err
@@ -363,7 +374,7 @@ func recordsOf(ctx context.Context, scratch string, m *backup.Manifest) (io.Read
 	return pr, func() {
 		pr.CloseWithError(errors.New("restore ended"))
 		<-done
-		st.Close()
+		_ = st.Close() // read only
 	}, nil
 }
 

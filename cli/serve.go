@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -9,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/gardend/gardend/server"
@@ -30,6 +33,7 @@ type serveOptions struct {
 	demoLatency     time.Duration
 	metricsAddr     string
 	compatLineGap   time.Duration
+	compat          string
 	maxBeds         int
 	spatialProjects string
 	spatial         spatialOptions
@@ -48,7 +52,8 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 commands reach the database through a Unix socket in the data directory.`,
 		Example: `  gardend serve --demo
   gardend serve --demo --demo-latency 30ms
-  gardend serve --addr 0.0.0.0:8000 --data /var/lib/gardend --spatial seerep.farm:9090 --log-format json`,
+  gardend serve --addr 0.0.0.0:8000 --data /var/lib/gardend --spatial seerep.farm:9090 \
+    --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: o.run,
 	}
@@ -65,7 +70,8 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.BoolVar(&o.demo, "demo", false, "run a demo spatial server in-process, seed a demo account, company, garden and beds, and print the credentials")
 	f.DurationVar(&o.demoLatency, "demo-latency", 0, "latency added to every call of the demo spatial server (e.g. 30ms, as a real one)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (GET /metrics) on this address of its own, e.g. 127.0.0.1:9464 (default: only on the admin socket)")
-	f.DurationVar(&o.compatLineGap, "compat-line-gap", 0, "wait this long between lines of the beds stream, for PlantMap web clients that cannot be updated (e.g. 200ms; see docs/migrating.md)")
+	f.DurationVar(&o.compatLineGap, "compat-line-gap", 0, "pause between beds-stream lines (old PlantMap client; not safe)")
+	f.StringVar(&o.compat, "compat", "", "plantmap: answer as the original server did (docs/migrating.md)")
 	f.StringVar(&o.spatialProjects, "spatial-projects", server.SpatialProjectsGardenAdmins, "who may list every project of the spatial server to register beds: garden-admins, or site-admins when tenants share one spatial server")
 	f.IntVar(&o.maxBeds, "max-beds-per-garden", server.DefaultMaxBedsPerGarden, "most beds POST …/beds lets one garden have (400 beyond; gardens with more keep them; 0: no limit)")
 	o.spatial.addFlags(f)
@@ -76,7 +82,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	return cmd
 }
 
-func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
+func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	log, err := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
 	if err != nil {
 		return err
@@ -94,6 +100,9 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if err := server.CheckCompatLineGap(o.compatLineGap); err != nil {
+		return err
+	}
+	if err := server.CheckCompat(o.compat); err != nil {
 		return err
 	}
 	if err := server.CheckSpatialProjects(o.spatialProjects); err != nil {
@@ -115,6 +124,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		Demo:             o.demo,
 		DemoLatency:      o.demoLatency,
 		CompatLineGap:    o.compatLineGap,
+		CompatPlantMap:   o.compat == server.CompatPlantMap,
 		Spatial:          o.spatial.clientConfig(),
 		Clouds:           o.spatial.cloudConfig(),
 		Logger:           log,
@@ -133,29 +143,36 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	if setLimit {
 		defer server.SetMemoryLimit(limit)()
 	}
-	defer server.ReserveHashingProcs(cfg.MaxHashing)()
+	cfg.HashingProcs = true
 	log.Info().Int("max_hashing", cfg.MaxHashing).Int64("hashing_budget_mib", server.HashingMemory(store.DefaultArgon2, cfg.MaxHashing)>>20).
 		Int64("memory_limit_mib", debug.SetMemoryLimit(-1)>>20).Str("memory_limit_from", source).Msg("memory")
-	cfg.Store, cfg.StoreCreated, err = openStore(cmd.Context(), o.global, nil, &log)
-	if err != nil {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := o.openStore(ctx, &cfg, log); err != nil {
+		if ctx.Err() != nil && cmd.Context().Err() == nil {
+			log.Info().Msg("stopped while waiting for the database")
+			return nil
+		}
 		return err
 	}
 	srv, err := server.New(cfg) // closes the store on failure
 	if err != nil {
+		if cfg.Listener != nil {
+			_ = cfg.Listener.Close()
+		}
 		return err
 	}
-	defer srv.Close()
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	defer closeInto(&err, "the server's store", srv.Close)
 	if o.demo {
 		go func() {
 			select {
 			case <-srv.Ready():
-				fmt.Fprintf(cmd.OutOrStdout(), "gardend demo on http://%s — log in as %q with password %q\n",
+				// For the person at the terminal; nothing to do if it is gone.
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "gardend demo on http://%s — log in as %q with password %q\n",
 					srv.Addr(), server.DemoUsername, server.DemoPassword)
-				fmt.Fprintf(cmd.OutOrStdout(), "web app: http://%s/ (the demo garden: http://%s/#/c%s)\n",
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "web app: http://%s/ (the demo garden: http://%s/#/c%s)\n",
 					srv.Addr(), srv.Addr(), appGardenPath(srv.DemoGardenPath()))
-				fmt.Fprintf(cmd.OutOrStdout(), "demo garden: http://%s%s (beds: GET %s/beds)\n",
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "demo garden: http://%s%s (beds: GET %s/beds)\n",
 					srv.Addr(), srv.DemoGardenPath(), srv.DemoGardenPath())
 			case <-ctx.Done():
 			}
@@ -170,6 +187,30 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	stop() // Run may end on its own; STOPPING=1 goes out either way
 	<-notified
 	return err
+}
+
+// openStore opens the database into cfg. A shared database that is down is waited
+// for (server.AwaitStore): the node listens at once and answers not ready until it
+// can open it, then serves on the same listener.
+func (o *serveOptions) openStore(ctx context.Context, cfg *server.Config, log zerolog.Logger) error {
+	var err error
+	if _, pg := o.global.postgresDSN(); !pg {
+		cfg.Store, cfg.StoreCreated, err = openStore(ctx, o.global, nil, &log)
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	cfg.Store, cfg.StoreCreated, err = server.AwaitStore(ctx, *cfg, ln, func(ctx context.Context) (store.Backend, bool, error) {
+		return openStore(ctx, o.global, nil, &log)
+	})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	cfg.Listener = ln
+	return nil
 }
 
 // appGardenPath turns the API path /companies/C/gardens/G into the web app's

@@ -67,11 +67,11 @@ func (o *spatialDemoOptions) run(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("--addr %s: %w", o.addr, err)
 	}
 	defer srv.Stop()
-	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "demo spatial server on %s (%d beds of %d plants, latency %v, fail rate %g)\n", addr, o.beds, o.plants, o.latency, o.failRate)
-	fmt.Fprintln(out, "bed project uuids (gardend beds add --garden G --uuid U --name N):")
+	out := cmd.OutOrStdout() // for the person at the terminal; nothing to do if it is gone
+	_, _ = fmt.Fprintf(out, "demo spatial server on %s (%d beds of %d plants, latency %v, fail rate %g)\n", addr, o.beds, o.plants, o.latency, o.failRate)
+	_, _ = fmt.Fprintln(out, "bed project uuids (gardend beds add --garden G --uuid U --name N):")
 	for _, b := range ds.Beds {
-		fmt.Fprintf(out, "%s\t%s\n", b.ProjectUUID, b.Name)
+		_, _ = fmt.Fprintf(out, "%s\t%s\n", b.ProjectUUID, b.Name)
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -94,6 +94,6 @@ func (o *spatialDemoOptions) run(cmd *cobra.Command, _ []string) error {
 	for _, n := range st.Calls {
 		total += n
 	}
-	fmt.Fprintf(out, "stopping after %d calls (at most %d at once)\n", total, st.MaxInFlight)
+	_, _ = fmt.Fprintf(out, "stopping after %d calls (at most %d at once)\n", total, st.MaxInFlight)
 	return nil
 }

@@ -14,8 +14,8 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print the module version and VCS revision of this binary",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), buildInfo())
-			return nil
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), buildInfo())
+			return err
 		},
 	}
 }

@@ -86,6 +86,20 @@ func (s *Store) Put(data []byte) (rel string, err error) {
 	return p.Commit()
 }
 
+// PutFrom stores everything r yields under a new random name and returns its image
+// path, as Put does, streaming.
+func (s *Store) PutFrom(r io.Reader) (rel string, err error) {
+	p, err := s.Create()
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(p, r); err != nil {
+		p.Abort()
+		return "", err
+	}
+	return p.Commit()
+}
+
 // Pending is an image file being written, under a temporary name that Sweep deletes
 // should the process die. Write fills it; Commit gives it its final name; Abort
 // deletes it. A Pending is used by one goroutine.
@@ -143,10 +157,12 @@ func (p *Pending) Commit() (rel string, err error) {
 	final := ""
 	defer func() {
 		if err != nil {
-			p.f.Close() // harmless when already closed
-			os.Remove(tmp)
+			// Undo what was done; the error that got here is the one to report,
+			// and a leftover file is Sweep's.
+			_ = p.f.Close() // harmless when already closed
+			_ = os.Remove(tmp)
 			if final != "" {
-				os.Remove(final)
+				_ = os.Remove(final)
 			}
 		}
 	}()
@@ -182,8 +198,8 @@ func (p *Pending) Abort() {
 		return
 	}
 	p.done = true
-	p.f.Close()
-	os.Remove(p.f.Name())
+	_ = p.f.Close()           // the data is being thrown away
+	_ = os.Remove(p.f.Name()) // a leftover temporary file is Sweep's
 }
 
 // Open opens the image at rel for reading and reports its size. A well-formed path
@@ -202,11 +218,11 @@ func (s *Store) Open(rel string) (io.ReadCloser, int64, error) {
 	}
 	info, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close() // read only
 		return nil, 0, fmt.Errorf("open image: %w", err)
 	}
 	if !info.Mode().IsRegular() {
-		f.Close()
+		_ = f.Close() // read only
 		return nil, 0, fmt.Errorf("open image %s: not a regular file", rel)
 	}
 	return f, info.Size(), nil
@@ -279,7 +295,7 @@ func syncDir(dir string) error {
 		return err
 	}
 	if err := d.Sync(); err != nil {
-		d.Close()
+		_ = d.Close() // the Sync error is the one to report
 		return err
 	}
 	return d.Close()

@@ -47,9 +47,7 @@ type world struct {
 	project string
 }
 
-func newWorld(t *testing.T) *world { return newWorldOn(t, boltBackend) }
-
-// newWorldOn is newWorld on the backend b.
+// newWorldOn builds the access matrix's world on the backend b.
 func newWorldOn(t *testing.T, b backend) *world {
 	ds := demo.Generate(demo.Options{Seed: 1, Beds: 1, Plants: 3})
 	addr := startDemoSpatial(t, ds, demo.ServerOptions{}).Addr()

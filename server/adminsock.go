@@ -34,7 +34,7 @@ func (s *Server) listenAdmin() (net.Listener, error) {
 	}
 	// Only the owner of the data directory may drive the CLI through it.
 	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
+		_ = ln.Close() // the chmod error is the one to report
 		return nil, fmt.Errorf("admin socket permissions: %w", err)
 	}
 	return ln, nil
@@ -50,7 +50,7 @@ func (s *Server) serveAdmin(ctx context.Context, ln net.Listener) {
 	if err := serveUntilDone(ctx, hs, ln); err != nil {
 		s.log.Error().Err(err).Msg("admin socket")
 	}
-	os.Remove(AdminSocketPath(s.cfg.DataDir))
+	_ = os.Remove(AdminSocketPath(s.cfg.DataDir)) // a stale socket is removed at the next start
 }
 
 // serveUntilDone serves hs on ln until ctx ends, then shuts it down, waiting at most
@@ -60,7 +60,7 @@ func serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener) error
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		hs.Shutdown(shut)
+		_ = hs.Shutdown(shut) // past 5 s, what is in flight ends with the process
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -69,8 +69,9 @@ func serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener) error
 }
 
 // adminHandler serves POST /ops/<name> with the JSON arguments as the body, and the
-// operator's diagnostics: GET /metrics and Go's profiler under /debug/pprof/ (never on
-// the public listener: profiles show memory and code paths, and cost CPU).
+// operator's diagnostics: GET /metrics, GET /readyz with every check's figures, and
+// Go's profiler under /debug/pprof/ (never on the public listener: profiles show
+// memory and code paths, and cost CPU).
 func (s *Server) adminHandler() http.Handler {
 	diag := http.NewServeMux()
 	diag.Handle("GET /metrics", s.metrics.Handler())
@@ -86,6 +87,10 @@ func (s *Server) adminHandler() http.Handler {
 		}
 		if r.URL.Path == "/metrics" || strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
 			diag.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path == "/readyz" && r.Method == http.MethodGet {
+			s.handleReadyDetail(w, r) // with the figures the public /readyz leaves out
 			return
 		}
 		name, ok := strings.CutPrefix(r.URL.Path, "/ops/")
@@ -119,7 +124,7 @@ type socketOp func(s *Server, w http.ResponseWriter, r *http.Request, args []byt
 
 // adminSocketOps are the operations the admin socket serves, by name.
 var adminSocketOps = socketOps(
-	valueOp[UsersCreate](), valueOp[BedsAdd](), valueOp[BedsRemove](),
+	valueOp[UsersCreate](), valueOp[UsersResetPassword](), valueOp[BedsAdd](), valueOp[BedsRemove](),
 	valueOp[InspectUsers](), valueOp[InspectTokens](), valueOp[InspectStats](),
 	valueOp[InspectCompanies](), valueOp[InspectGardens](), valueOp[InspectPermissions](),
 	valueOp[InspectBeds](), valueOp[InspectQueue](),

@@ -92,7 +92,7 @@ func imageEntries(ctx context.Context, records string, content store.ImageConten
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var out []backup.Extra
 	_, err = store.ReadArchive(ctx, f, func(kind string, rec any) error {
 		if g, ok := rec.(*store.ArchivedGarden); ok && g.ImagePath != nil {
@@ -122,7 +122,7 @@ func imageEntries(ctx context.Context, records string, content store.ImageConten
 			}
 		}
 		return nil
-	})
+	}, nil) // image paths are never repaired: the text of names is no concern here
 	return out, err
 }
 
@@ -166,7 +166,7 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Disposition", `attachment; filename="gardend-`+s.cfg.Now().UTC().Format("20060102T150405Z")+`.tar"`)
 	// A large archive outlives any write timeout: each chunk moves the deadline, so the
 	// download runs as long as it progresses and a client that stops reading is dropped.
-	cw := &countingWriter{w: w, beforeWrite: func() { s.extendWriteDeadline(w) }}
+	cw := &countingWriter{w: w, beforeWrite: func() error { return s.extendWriteDeadline(w) }}
 	res, err := run(cw)
 	if err != nil {
 		if cw.n == 0 {
@@ -189,12 +189,14 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 type countingWriter struct {
 	w           io.Writer
 	n           int64
-	beforeWrite func()
+	beforeWrite func() error
 }
 
 func (c *countingWriter) Write(b []byte) (int, error) {
 	if c.beforeWrite != nil {
-		c.beforeWrite()
+		if err := c.beforeWrite(); err != nil {
+			return 0, err
+		}
 	}
 	n, err := c.w.Write(b)
 	c.n += int64(n)

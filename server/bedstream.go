@@ -10,7 +10,8 @@ import (
 // handleListBeds streams the garden's beds as NDJSON in ascending bed id, each line
 // written and flushed as soon as it and every earlier bed are ready. The beds are read
 // from the spatial server all at once (spatial.Client.Beds); a bed the server cannot
-// answer for becomes an error line and the stream goes on. The client going away
+// answer for becomes an error line and the stream goes on (with --compat plantmap, one
+// whose project it does not know is left out, as the original did). The client going away
 // cancels the calls still outstanding. Point clouds found missing are queued in one
 // write when the stream ends, however it ends.
 func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
@@ -36,7 +37,9 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 	if len(beds) == 0 {
 		return
 	}
-	rc.Flush() // the client sees the status before the first bed is ready
+	if err := rc.Flush(); err != nil { // the client sees the status before the first bed is ready
+		return
+	}
 
 	plantsURL := s.baseURL(r) + "/companies/" + idText(g.Company) + "/gardens/" + idText(g.ID) + "/beds/"
 	uuids := make([]string, len(beds))
@@ -52,6 +55,9 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 		b := beds[res.Index]
 		url := plantsURL + idText(b.ID) + "/plants"
 		v := bedJSON{ID: b.ID, Name: b.Name, Plants: url}
+		if res.Err != nil && s.skipUnknownProject(r, b.ID, b.UUID, res.Err) {
+			continue
+		}
 		if res.Err != nil {
 			v.Error = s.bedErrorText(r, b.ID, res.Err)
 		} else if coords, bedJobs, err := s.clouds.Coords(res.Bed, false); err != nil {

@@ -91,7 +91,7 @@ func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
 func (s *Server) countDataFiles() int {
 	n := 0
 	for _, dir := range []string{ImageDirName, store.PhotoDir} {
-		filepath.WalkDir(filepath.Join(s.cfg.DataDir, dir), func(_ string, d fs.DirEntry, err error) error {
+		_ = filepath.WalkDir(filepath.Join(s.cfg.DataDir, dir), func(_ string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {
 				n++
 			}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -28,27 +29,45 @@ const evictNewAfter = time.Second
 // quarter of MaxConns may be in that state: beyond it the oldest of them gives way,
 // whatever its age. Legitimate headers arrive in milliseconds; only a flood of
 // unfinished ones lives long enough to be the oldest.
+//
+// A connection whose request waits on a body that has fallen behind bodyRate (after
+// the same grace as unfinished headers) gives way at a cap like an idle one: else
+// requests that declare a body and send nothing would fill the caps for
+// --body-timeout at a time, at no bandwidth (HTTP/1.1; an HTTP/2 connection carries
+// other requests beside it).
 type connLimiter struct {
 	net.Listener
 	max, perAddr int // perAddr 0: no per-address cap
 	maxFresh     int // connections without a whole first request
 	log          zerolog.Logger
 	newGrace     time.Duration // evictNewAfter; tests shorten it
+	bodyRate     int64         // --body-min-rate; 0: bodies never make a connection give way
 
 	mu     sync.Mutex
 	open   map[*limitedConn]struct{}
 	byAddr map[netip.Addr]int
 	fresh  int // open connections in http.StateNew
+	// streams are the HTTP/2 streams in handlers (takeStream), at most max.
+	streams int
 
 	refused, evicted atomic.Uint64
-	lastWarn         atomic.Int64 // unix nanoseconds of the last warning
+	lastWarn         atomic.Int64 // clock() of the last warning
+
+	// epoch: the limiter's times are time.Since(epoch) (clock), which reads only the
+	// monotonic clock, once a request; time.Now reads the wall clock too.
+	epoch time.Time
 }
 
 func newConnLimiter(ln net.Listener, maxConns, perAddr int, log zerolog.Logger) *connLimiter {
-	return &connLimiter{Listener: ln, max: maxConns, perAddr: perAddr, maxFresh: min(maxConns, max(8, maxConns/4)),
-		log: log, newGrace: evictNewAfter,
+	l := &connLimiter{Listener: ln, max: maxConns, perAddr: perAddr, maxFresh: min(maxConns, max(8, maxConns/4)),
+		log: log, newGrace: evictNewAfter, epoch: time.Now(),
 		open: make(map[*limitedConn]struct{}), byAddr: make(map[netip.Addr]int)}
+	l.lastWarn.Store(-int64(time.Minute)) // the first warning goes out at once
+	return l
 }
+
+// clock is the time since the limiter was made, from the monotonic clock.
+func (l *connLimiter) clock() time.Duration { return time.Since(l.epoch) }
 
 // limitedConn is an accepted connection, with the HTTP state net/http reports.
 type limitedConn struct {
@@ -56,8 +75,43 @@ type limitedConn struct {
 	l     *connLimiter
 	addr  netip.Addr
 	state atomic.Int32 // http.ConnState
-	since atomic.Int64 // unix nanoseconds of the last state change
+	since atomic.Int64 // clock() of the last state change that matters (track)
 	once  sync.Once
+	// bodyStart is when the current request began to read its body (the limiter's
+	// clock, at least 1; 0 when none is being read), bodyReceived what it has received,
+	// bodyWaiting whether a read of it waits now (not a handler at work): pacedBody
+	// keeps them, track clears bodyStart at every state change.
+	bodyStart, bodyReceived atomic.Int64
+	bodyWaiting             atomic.Bool
+}
+
+// bodyBehind reports whether c's request waits on its body, has been reading it for
+// longer than grace and received less than rate bytes a second since then; and since
+// when.
+func (c *limitedConn) bodyBehind(now time.Duration, grace time.Duration, rate int64) (start int64, behind bool) {
+	start = c.bodyStart.Load()
+	if start == 0 || rate <= 0 || !c.bodyWaiting.Load() {
+		return 0, false
+	}
+	late := now - time.Duration(start) - grace
+	return start, late > 0 && float64(c.bodyReceived.Load()) < late.Seconds()*float64(rate)
+}
+
+// connKey keys the accepted connection in a request's context (ConnContext).
+type connKey struct{}
+
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// limitedConnOf is the limited connection r came on, or nil.
+func limitedConnOf(r *http.Request) *limitedConn {
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
+	if nc, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
+		c = nc.NetConn()
+	}
+	lc, _ := c.(*limitedConn)
+	return lc
 }
 
 // Accept returns the next connection the caps admit.
@@ -74,10 +128,10 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 }
 
 func (l *connLimiter) admit(c net.Conn) *limitedConn {
-	now := time.Now()
+	now := l.clock()
 	lc := &limitedConn{Conn: c, l: l, addr: connAddr(c.RemoteAddr())}
 	lc.state.Store(int32(http.StateNew))
-	lc.since.Store(now.UnixNano())
+	lc.since.Store(int64(now))
 
 	l.mu.Lock()
 	var victims [2]*limitedConn
@@ -92,7 +146,7 @@ func (l *connLimiter) admit(c net.Conn) *limitedConn {
 	if full && victims[n] == nil {
 		l.mu.Unlock()
 		l.refused.Add(1) // before the close, which the client may observe at once
-		c.Close()
+		_ = c.Close()
 		l.warn(now, "refused")
 		return nil
 	}
@@ -112,7 +166,7 @@ func (l *connLimiter) admit(c net.Conn) *limitedConn {
 	l.fresh++
 	l.mu.Unlock()
 	for _, v := range victims[:n] {
-		v.Conn.Close() // its own Close finds it forgotten
+		_ = v.Conn.Close() // its own Close finds it forgotten; the server sees the error
 		l.evicted.Add(1)
 		l.warn(now, "closed an idle or unfinished connection for")
 	}
@@ -120,9 +174,10 @@ func (l *connLimiter) admit(c net.Conn) *limitedConn {
 }
 
 // idlest picks the connection to give way: idle the longest, or without a whole
-// request for longer than grace; only from addr unless it is the zero Addr. With a
-// negative grace it picks only among those without a whole request, the oldest.
-func (l *connLimiter) idlest(now time.Time, addr netip.Addr, grace time.Duration) *limitedConn {
+// request, or with a request whose body is behind the pace, for longer than grace;
+// only from addr unless it is the zero Addr. With a negative grace it picks only
+// among those without a whole request, the oldest.
+func (l *connLimiter) idlest(now time.Duration, addr netip.Addr, grace time.Duration) *limitedConn {
 	var best *limitedConn
 	var bestSince int64
 	for c := range l.open {
@@ -136,9 +191,15 @@ func (l *connLimiter) idlest(now time.Time, addr netip.Addr, grace time.Duration
 				continue
 			}
 		case http.StateNew:
-			if grace > 0 && now.Sub(time.Unix(0, since)) < grace {
+			if grace > 0 && now-time.Duration(since) < grace {
 				continue
 			}
+		case http.StateActive:
+			start, behind := c.bodyBehind(now, grace, l.bodyRate)
+			if grace < 0 || !behind {
+				continue
+			}
+			since = start
 		default:
 			continue
 		}
@@ -178,19 +239,66 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 		c = nc.NetConn()
 	}
 	lc, ok := c.(*limitedConn)
-	if !ok {
+	if !ok || st == http.StateNew { // admit set the state and its time
 		return
 	}
-	lc.since.Store(time.Now().UnixNano())
-	if st == http.StateNew {
-		return
+	lc.bodyStart.Store(0) // a request's body is read in StateActive, after this
+	// since matters for idle connections (the idlest gives way) and new ones (admit
+	// set it); a busy one is picked only by its body's pace (bodyStart), so its time
+	// is not read.
+	if st == http.StateIdle {
+		lc.since.Store(int64(l.clock()))
 	}
-	// Under l.mu, so that leaving StateNew and forget count once between them.
+	// Each request makes two changes (active, idle): between those, no lock. Only
+	// leaving StateNew changes the count of fresh connections, under l.mu, so that it
+	// and forget count once between them; forget marks a connection StateClosed.
+	for {
+		old := http.ConnState(lc.state.Load())
+		switch old {
+		case http.StateClosed:
+			return
+		case http.StateNew:
+			l.mu.Lock()
+			if _, counted := l.open[lc]; counted && http.ConnState(lc.state.Swap(int32(st))) == http.StateNew {
+				l.fresh--
+			}
+			l.mu.Unlock()
+			return
+		}
+		if lc.state.CompareAndSwap(int32(old), int32(st)) {
+			return
+		}
+	}
+}
+
+// takeStream counts an HTTP/2 stream of c entering a handler as a connection of c's
+// address, and as one of at most max streams in handlers in all, unless either is at
+// its cap. Over HTTP/1.1 a connection runs at most one handler; without this, one
+// HTTP/2 connection could hold every request slot, and many connections 16 times as
+// many handlers as the connection caps allow, each with its buffers (a download that
+// gave its request slot back and whose client reads nothing holds them up to
+// --write-timeout). The error is the 503 to answer.
+func (l *connLimiter) takeStream(c *limitedConn) error {
 	l.mu.Lock()
-	if _, counted := l.open[lc]; counted && http.ConnState(lc.state.Swap(int32(st))) == http.StateNew {
-		l.fresh--
+	defer l.mu.Unlock()
+	switch {
+	case l.perAddr > 0 && l.byAddr[c.addr] >= l.perAddr:
+		return errAddrBusy
+	case l.streams >= l.max:
+		return errBusy
 	}
-	l.mu.Unlock()
+	l.byAddr[c.addr]++
+	l.streams++
+	return nil
+}
+
+func (l *connLimiter) giveStream(c *limitedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.streams--
+	if l.byAddr[c.addr]--; l.byAddr[c.addr] <= 0 {
+		delete(l.byAddr, c.addr)
+	}
 }
 
 // saturated reports the open connections and whether a new one would be refused.
@@ -198,13 +306,13 @@ func (l *connLimiter) saturated() (open int, full bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	open = len(l.open)
-	return open, open >= l.max && l.idlest(time.Now(), netip.Addr{}, l.newGrace) == nil
+	return open, open >= l.max && l.idlest(l.clock(), netip.Addr{}, l.newGrace) == nil
 }
 
 // warn logs that a cap was reached, at most once a minute, with the totals so far.
-func (l *connLimiter) warn(now time.Time, what string) {
+func (l *connLimiter) warn(now time.Duration, what string) {
 	last := l.lastWarn.Load()
-	if now.UnixNano()-last < int64(time.Minute) || !l.lastWarn.CompareAndSwap(last, now.UnixNano()) {
+	if int64(now)-last < int64(time.Minute) || !l.lastWarn.CompareAndSwap(last, int64(now)) {
 		return
 	}
 	l.log.Warn().Int("max_conns", l.max).Int("max_conns_per_addr", l.perAddr).

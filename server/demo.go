@@ -45,7 +45,9 @@ func (s *Server) seedDemo(ctx context.Context) error {
 			return err
 		}
 	}
-	s.log.Info().Str("username", DemoUsername).Str("password", DemoPassword).Str("garden", s.demoGarden).Msg("demo account ready: log in with these credentials")
+	// The password goes to the person at the terminal (serve --demo prints it), never
+	// into the log, which is kept and shipped.
+	s.log.Info().Str("username", DemoUsername).Str("garden", s.demoGarden).Msg("demo account ready (serve printed its password on standard output)")
 	return nil
 }
 

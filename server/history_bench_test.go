@@ -37,7 +37,7 @@ func BenchmarkReaderPerBed(b *testing.B) {
 				points += rec.Plants + 1
 			})
 			before, _ := g.srv.SpatialStats()
-			calls0 := sum(before.Calls)
+			calls0 := sumCalls(before.Calls)
 			beds := 0
 			for b.Loop() {
 				b.StopTimer()
@@ -51,13 +51,13 @@ func BenchmarkReaderPerBed(b *testing.B) {
 			}
 			after, _ := g.srv.SpatialStats()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(beds), "ns/bed")
-			b.ReportMetric(float64(sum(after.Calls)-calls0)/float64(beds), "calls/bed")
+			b.ReportMetric(float64(sumCalls(after.Calls)-calls0)/float64(beds), "calls/bed")
 			b.ReportMetric(float64(points)/float64(beds), "points/bed")
 		})
 	}
 }
 
-func sum(m map[string]int64) int64 {
+func sumCalls(m map[string]int64) int64 {
 	var n int64
 	for _, v := range m {
 		n += v

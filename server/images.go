@@ -34,8 +34,9 @@ type imageUploaded struct {
 }
 
 // handleUploadImage replaces the garden's image and coordinates. The body streams
-// through an upload slot to a temporary file (receiveImage), so an upload of any size
-// costs a few buffers of memory. The order makes a crash at any point harmless: the
+// through an upload slot, taken once the body begins (uploadslots.go), to a
+// temporary file (receiveImage), so an upload of any size costs a few buffers of
+// memory. The order makes a crash at any point harmless: the
 // file is written and synced under a new name, then one transaction points the garden
 // at it, then the old file goes. A crash before the commit leaves an unreferenced file
 // and one after it an old file; the start-up sweep deletes both.
@@ -49,7 +50,7 @@ func (s *Server) handleUploadImage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNotJSON)
 		return
 	}
-	release, err := s.takeUploadSlot()
+	release, err := s.takeUploadSlot(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -203,7 +204,7 @@ func (s *Server) handleGetImage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	tail, err := json.Marshal(coords)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -219,14 +220,14 @@ func (s *Server) handleGetImage(w http.ResponseWriter, r *http.Request) {
 	}
 	// What is left is the client's to pace: it holds its connection, not a slot.
 	s.releaseSlot(r)
-	io.WriteString(w, head)
+	_, _ = io.WriteString(w, head) // a client gone shows in WriteDataURL's error
 	if err := imagestore.WriteDataURL(w, f); err != nil {
 		// The status is sent: cut the response short rather than end it as valid JSON.
 		s.log.Warn().Err(err).Str("request_id", requestID(r)).Uint64("garden_id", g.ID).Msg("image download interrupted")
 		panic(http.ErrAbortHandler)
 	}
-	io.WriteString(w, mid)
-	w.Write(append(tail, '}'))
+	_, _ = io.WriteString(w, mid) // a client gone at the end: nothing left to do
+	_, _ = w.Write(append(tail, '}'))
 }
 
 // openImage opens the garden's image with the coordinates of the same upload. An

@@ -74,6 +74,31 @@ func TestAccessLogNeverHoldsSecrets(t *testing.T) {
 	}
 }
 
+// The access log and the metrics spell a route alike, as docs/openapi.yaml does.
+func TestRouteSpelledAlikeInLogAndMetrics(t *testing.T) {
+	var logs bytes.Buffer
+	s, err := newForTest(t, Config{DataDir: t.TempDir(), Logger: zerolog.New(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	s.Handler().ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/companies/7/gardens/9", nil))
+	const want = "/companies/{company_id}/gardens/{garden_id}"
+	var line map[string]any
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["route"] != want {
+		t.Errorf("log route %v, want %s", line["route"], want)
+	}
+	rec := httptest.NewRecorder()
+	s.metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), `route="`+want+`"`) {
+		t.Errorf("no metric labelled route=%q:\n%s", want, rec.Body)
+	}
+}
+
 func TestProblemForInternalErrorIsGeneric(t *testing.T) {
 	var logs bytes.Buffer
 	s := &Server{log: zerolog.New(&logs)}

@@ -44,7 +44,7 @@ func (a *Admin) UseSpatial(dataDir string, cfg spatial.ClientConfig, clouds poin
 	files := pointcloud.NewFiles(dataDir, clouds.MaxBytes, log)
 	a.clouds = pointcloud.NewPool(a.store, c, files, clouds, a.store.Now, log)
 	a.runClouds = true
-	return func() { c.Close() }, nil
+	return func() { _ = c.Close() }, nil // the sync is over: a failed close loses nothing
 }
 
 func (op PointCloudsSync) run(ctx context.Context, a *Admin, answer func(pointcloud.Progress) error) error {

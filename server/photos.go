@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gardend/gardend/server/photo"
@@ -82,7 +83,7 @@ func (s *Server) handleUploadPhoto(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	release, err := s.takeUploadSlot()
+	release, err := s.takeUploadSlot(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -94,14 +95,27 @@ func (s *Server) handleUploadPhoto(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Uploader = me.ID
-	stored, err := s.store.AddPhoto(g.ID, logID, p, s.cfg.PhotoStorageBytes, allowed)
-	if err != nil {
+	var stored store.Photo
+	added := true
+	if key, sent := r.Header[idempotencyKey]; sent {
+		// A retry after a lost answer (or a browser's own resend): the photo the
+		// first try added, not a second one.
+		stored, added, err = s.store.AddPhotoOnce(g.ID, logID, strings.Join(key, ","), p, s.cfg.PhotoStorageBytes, allowed)
+	} else {
+		stored, err = s.store.AddPhoto(g.ID, logID, p, s.cfg.PhotoStorageBytes, allowed)
+	}
+	if err != nil || !added {
 		s.removePhotos(r.Context(), []string{p.Path, p.ThumbPath})
+	}
+	if err != nil {
 		if errors.Is(err, store.ErrStorageFull) {
 			err = &apiError{status: http.StatusInsufficientStorage, detail: detailOf(err, store.ErrStorageFull)}
 		}
 		s.writeError(w, r, logNotFound(err, logID))
 		return
+	}
+	if !added {
+		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	s.writeJSON(w, r, http.StatusCreated, newPhotoJSON(stored))
 }
@@ -227,7 +241,7 @@ func (s *Server) handleGetPhoto(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // a reader: nothing to lose
 	ext := map[string]string{photo.JPEG: "jpg", photo.PNG: "png"}[ct]
 	h.Set("Content-Type", ct)
 	h.Set("Content-Length", strconv.FormatInt(n, 10))
@@ -251,7 +265,7 @@ func (s *Server) makeThumb(ctx context.Context, p store.Photo) (store.Photo, err
 	if err != nil {
 		return store.Photo{}, err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // a reader: nothing to lose
 	thumb, err := s.photoFiles.CreateAs(".jpg")
 	if err != nil {
 		return store.Photo{}, err

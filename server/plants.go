@@ -35,5 +35,15 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 		out.Plants[i] = newPlantJSON(b.ID, name, p, coords[i], now)
 		out.Plants[i].PointCloud = status[i]
 	}
+	if s.cfg.CompatPlantMap {
+		compat := struct {
+			Plants []placeholderPlantJSON `json:"plants"`
+		}{Plants: make([]placeholderPlantJSON, len(out.Plants))}
+		for i, p := range out.Plants {
+			compat.Plants[i] = withPlaceholders(p)
+		}
+		s.writeJSON(w, r, http.StatusOK, compat)
+		return
+	}
 	s.writeJSON(w, r, http.StatusOK, out)
 }

@@ -31,7 +31,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header()["Content-Type"] = headerJSON
 	w.WriteHeader(status)
-	w.Write(body)
+	_, _ = w.Write(body) // a client gone: nothing left to tell it
 }
 
 func writeProblem(w http.ResponseWriter, p problem) {
@@ -40,7 +40,7 @@ func writeProblem(w http.ResponseWriter, p problem) {
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(p.Status)
-	w.Write(body)
+	_, _ = w.Write(body) // a client gone: nothing left to tell it
 }
 
 // isJSON accepts application/json and +json types; a missing Content-Type is tolerated

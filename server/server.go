@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,9 @@ type Config struct {
 	// with any.
 	DataDir string
 	Addr    string
+	// Listener, when set, is where Run serves instead of listening on Addr (the one
+	// AwaitStore answered on while the database was down).
+	Listener net.Listener
 	// TokenTTL is the lifetime of a login token.
 	TokenTTL time.Duration
 	// CORSOrigins lists the browser origins other than the server's own that may read
@@ -65,6 +69,12 @@ type Config struct {
 	// together at most MaxHashing × Argon2.Memory.
 	Argon2     store.Argon2Params
 	MaxHashing int
+	// MaxCompressors bounds the answers gzip-compressed at once (compress.go); 0 takes
+	// two per core.
+	MaxCompressors int
+	// HashingProcs gives hashes Ps of their own while they run (hashing.go): for the
+	// process that serves (gardend serve); tests leave GOMAXPROCS alone.
+	HashingProcs bool
 	// AdminSocket enables the CLI's Unix socket in the data directory.
 	AdminSocket bool
 	// Demo seeds a demo account and demo data at start, and runs an in-process demo
@@ -86,6 +96,9 @@ type Config struct {
 	// network read as one JSON document (compatgap.go); 0 (the default) sends each
 	// line as soon as it is ready.
 	CompatLineGap time.Duration
+	// CompatPlantMap answers as the original PlantMap server where its unchanged web
+	// client needs it (--compat plantmap, compatplantmap.go).
+	CompatPlantMap bool
 	// SpatialProjects says who may list every project of the spatial server
 	// (spatialprojects.go): SpatialProjectsGardenAdmins (the default) or
 	// SpatialProjectsSiteAdmins, for a spatial server shared by several tenants.
@@ -95,7 +108,7 @@ type Config struct {
 	// negative value means no limit. Gardens that have more keep them.
 	MaxBedsPerGarden int
 	// Field hardening (httpserver.go, ratelimit.go); zero values take the defaults.
-	// LoginFailLimit failed logins per LoginFailWindow, per username and per address.
+	// LoginFailLimit failed logins per LoginFailWindow, per account (however its name is spelt) and per address.
 	LoginFailLimit  int
 	LoginFailWindow time.Duration
 	Registration    RegistrationMode
@@ -118,6 +131,9 @@ type Config struct {
 	BodyMinRate     int64
 	BodyBufferBytes int64
 	MaxUploads      int
+	// MaxCloudResponses point-cloud files are sent at once, a quarter of them to one
+	// client address (cloudslots.go); 503 beyond. Default DefaultMaxCloudResponses.
+	MaxCloudResponses int
 	// Open connections (connlimit.go): MaxConns in all, MaxConnsPerAddr from one
 	// client address (an IPv6 /64); the per-address cap is off with TrustProxy.
 	MaxConns        int
@@ -196,6 +212,10 @@ func (c *Config) setDefaults() {
 	if c.SpatialProjects == "" {
 		c.SpatialProjects = SpatialProjectsGardenAdmins
 	}
+	if c.MaxCompressors <= 0 {
+		// Two per core keep the cores busy at most; each holds about 1 MiB.
+		c.MaxCompressors = 2 * runtime.NumCPU()
+	}
 	if c.MaxBedsPerGarden == 0 {
 		c.MaxBedsPerGarden = DefaultMaxBedsPerGarden
 	}
@@ -229,10 +249,15 @@ type Server struct {
 	photoFiles *imagestore.Store
 	photoWork  chan struct{}
 	// shared is the backend when several nodes share it (nil with bbolt).
-	shared  store.Shared
-	pw      *store.Passwords
-	admin   *Admin
-	metrics *metrics.Metrics
+	shared store.Shared
+	pw     *store.Passwords
+	// decoy is what a login with no hash to check runs (decoy.go).
+	decoy atomic.Pointer[store.Decoy]
+	procs *hashingProcs // nil without Config.HashingProcs
+	// compress holds the gzip writers of compressed answers (compress.go).
+	compress *compressor
+	admin    *Admin
+	metrics  *metrics.Metrics
 	// pingDB checks the database answers; shared by /readyz and Alive.
 	pingDB  func(context.Context) error
 	handler http.Handler
@@ -248,10 +273,13 @@ type Server struct {
 	tlsConfig     *tls.Config
 	// spatial and clouds are nil without a spatial data server; cloudFiles are the
 	// kept point clouds.
-	spatial    *spatial.Client
-	clouds     *pointcloud.Pool
-	cloudFiles *pointcloud.Files
-	demo       *demoSpatial
+	spatial *spatial.Client
+	// spatialDown: the last spatial check failed (checkSpatial logs the changes).
+	spatialDown atomic.Bool
+	clouds      *pointcloud.Pool
+	cloudFiles  *pointcloud.Files
+	cloudSlots  *cloudSlots
+	demo        *demoSpatial
 	// recorder records reads of beds; reader reads them in the background.
 	recorder *scan.Recorder
 	reader   *scan.Reader
@@ -280,7 +308,7 @@ type testHooks struct {
 func New(cfg Config) (*Server, error) {
 	s, err := newServer(cfg)
 	if err != nil && cfg.Store != nil {
-		cfg.Store.Close() // the server owns it from New on
+		_ = cfg.Store.Close() // the server owns it from New on; err is the one to report
 	}
 	return s, err
 }
@@ -331,16 +359,18 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		store:   st,
-		images:  images,
-		uploads: uploads,
-		shared:  cluster,
-		pw:      store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
-		ready:   make(chan struct{}),
-		cap:     newCapacity(&cfg),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		store:    st,
+		images:   images,
+		uploads:  uploads,
+		shared:   cluster,
+		pw:       store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
+		ready:    make(chan struct{}),
+		cap:      newCapacity(&cfg),
+		compress: newCompressor(cfg.MaxCompressors),
 
+		cloudSlots: newCloudSlots(cfg.MaxCloudResponses, cfg.BodyMinRate),
 		photos:     photos,
 		photoFiles: photoFiles,
 		photoWork:  make(chan struct{}, 1),
@@ -355,9 +385,21 @@ func newServer(cfg Config) (*Server, error) {
 
 		cloudFiles: pointcloud.NewFiles(cfg.DataDir, cfg.Clouds.MaxBytes, cfg.Logger),
 	}
+	s.pw.OnPriorityError(func(err error) {
+		s.log.Warn().Err(err).Msg("password hashes run at normal priority, competing with requests: " +
+			"a hashing thread's priority cannot be lowered (allow setpriority in the unit's SystemCallFilter, see docs/deploy.md)")
+	})
+	if cfg.HashingProcs {
+		s.procs = &hashingProcs{extra: cfg.MaxHashing, linger: hashingProcsLinger, running: func() int {
+			n, _ := s.pw.Queue()
+			return n
+		}}
+		s.pw.OnHashing(s.procs.changed)
+	}
 	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
 	}
+	s.refreshDecoy()
 	s.cfg.Spatial.ObserveCall = m.ObserveSpatialCall
 	if err := s.openSpatial(); err != nil {
 		s.closeSpatial()
@@ -398,9 +440,11 @@ func (s *Server) Addr() string {
 // Run listens on cfg.Addr and serves until ctx is cancelled, then stops accepting,
 // waits up to ShutdownTimeout for in-flight requests and returns.
 func (s *Server) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	ln, err := s.cfg.Listener, error(nil)
+	if ln == nil {
+		if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -409,21 +453,21 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.AdminSocket {
 		sock, err := s.listenAdmin()
 		if err != nil {
-			ln.Close()
+			_ = ln.Close() // err is the one to report
 			return err
 		}
 		bg.Go(func() { s.serveAdmin(ctx, sock) })
 	}
 	if s.cfg.Demo {
 		if err := s.seedDemo(ctx); err != nil {
-			ln.Close()
+			_ = ln.Close() // err is the one to report
 			return fmt.Errorf("seed demo data: %w", err)
 		}
 	}
 	if s.cfg.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", s.cfg.MetricsAddr)
 		if err != nil {
-			ln.Close()
+			_ = ln.Close() // err is the one to report
 			return fmt.Errorf("metrics listener on %s: %w", s.cfg.MetricsAddr, err)
 		}
 		s.mu.Lock()
@@ -432,6 +476,7 @@ func (s *Server) Run(ctx context.Context) error {
 		bg.Go(func() { s.serveMetrics(ctx, mln) })
 	}
 	bg.Go(func() { s.sweepTokens(ctx) })
+	bg.Go(func() { s.refreshDecoyEvery(ctx, decoyRefresh) })
 	if s.clouds != nil {
 		bg.Go(func() { s.clouds.Run(ctx) })
 	}
@@ -446,6 +491,7 @@ func (s *Server) Run(ctx context.Context) error {
 		perAddr = 0 // every connection comes from the proxy; it limits per client
 	}
 	lim := newConnLimiter(ln, s.cfg.MaxConns, perAddr, s.log)
+	lim.bodyRate = s.cfg.BodyMinRate
 	s.conns.Store(lim)
 	hs := s.newHTTPServer(ctx, s.handler)
 	hs.ConnState = lim.track
@@ -470,7 +516,7 @@ func (s *Server) Run(ctx context.Context) error {
 	err = hs.Shutdown(shutCtx)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("in-flight requests did not finish in time; closing them")
-		hs.Close()
+		_ = hs.Close() // the listener's error only; connections are closed
 	}
 	bg.Wait()
 	if e := <-serveErr; e != nil && !errors.Is(e, http.ErrServerClosed) {
@@ -482,13 +528,16 @@ func (s *Server) Run(ctx context.Context) error {
 // Close releases the spatial client, the demo spatial server and the store. Call it
 // after Run returns.
 func (s *Server) Close() error {
+	if s.procs != nil {
+		s.procs.stop()
+	}
 	s.closeSpatial()
 	return s.store.Close()
 }
 
 func (s *Server) closeSpatial() {
 	if s.spatial != nil {
-		s.spatial.Close()
+		_ = s.spatial.Close() // shutting down: nothing to retry
 	}
 	if s.demo != nil {
 		s.demo.srv.Stop()

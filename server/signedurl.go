@@ -83,7 +83,7 @@ func loadSigningKeyFile(dataDir string) ([]byte, error) {
 	// anyone used.
 	if stale, err := filepath.Glob(filepath.Join(dataDir, signingKeyTempPrefix+"*")); err == nil {
 		for _, p := range stale {
-			os.Remove(p)
+			_ = os.Remove(p) // tried again at the next start
 		}
 	}
 	key = make([]byte, signingKeySize)

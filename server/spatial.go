@@ -100,6 +100,7 @@ func (s *Server) probeSpatial(ctx context.Context) {
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
 			return // shutting down
 		}
+		s.spatialDown.Store(true) // checkSpatial logs when it is back
 		s.log.Warn().Str("spatial", s.spatial.Addr()).Err(err).
 			Msg("the spatial data server cannot be reached; beds and plants answer 502 until it can")
 		return

@@ -164,7 +164,7 @@ func TestPlantPointCloud(t *testing.T) {
 	g := ss.g
 	bed := ss.ds.Beds[0]
 	plants, positions := expectPositions(t, ss.ds, bed.ProjectUUID)
-	var with, without int = -1, -1
+	with, without := -1, -1
 	for i, p := range plants {
 		switch {
 		case p.Cloud != nil && positions[i] != nil && with < 0:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	seerep "github.com/gardend/gardend/proto"
@@ -284,4 +285,13 @@ func (f *bedFetch) transform(ctx context.Context, frame string) (*Transform, err
 		return nil, f.tolerate(err)
 	}
 	return convertTransform(ts), nil
+}
+
+// IsUnknownProject reports whether err says the spatial server does not know a bed's
+// project: its details answered NotFound. (Bed tolerates NotFound for the objects
+// inside a project; only the details' NotFound fails a bed.)
+func IsUnknownProject(err error) bool {
+	var ce *CallError
+	return errors.As(err, &ce) && ce.Code == codes.NotFound &&
+		ce.Method == seerep.MetaOperations_GetProjectDetails_FullMethodName
 }

@@ -54,6 +54,11 @@ type ImportOptions struct {
 	// garden then shows a missing image, as a file missing beside a bbolt database
 	// does). Nil: the content lives elsewhere, as with bbolt, which refuses it.
 	Images func(path string) (io.ReadCloser, error)
+	// Repaired, when set, hears of every field the import repaired to load it (text
+	// with control characters or invalid UTF-8, see RepairText), as it goes: such a
+	// record is loaded, not refused. It may hear of a repair in a transaction that
+	// then fails.
+	Repaired func(Repair)
 }
 
 // ArchiveHeader opens an archive.
@@ -173,20 +178,21 @@ type ArchivedLog struct {
 	AuthorID   uint64    `json:"author_id"`
 	Created    time.Time `json:"created"`
 	Updated    time.Time `json:"updated"`
+	ClientKey  string    `json:"client_key,omitempty"`
 }
 
 // ArchivedLogOf is l in archive form.
 func ArchivedLogOf(l Log) ArchivedLog {
 	return ArchivedLog{ID: l.ID, Garden: l.Garden, Type: l.Type, Title: l.Title, Notes: l.Notes, At: l.At.UTC(),
 		Bed: l.Bed, Plant: l.Plant, Quantity: l.Quantity, AssigneeID: l.AssigneeID, Status: l.Status,
-		AuthorID: l.AuthorID, Created: l.Created.UTC(), Updated: l.Updated.UTC()}
+		AuthorID: l.AuthorID, Created: l.Created.UTC(), Updated: l.Updated.UTC(), ClientKey: l.ClientKey}
 }
 
 // Log is the archived log as a Log, without usernames, company and photos.
 func (a ArchivedLog) Log() Log {
 	l := Log{ID: a.ID, Garden: a.Garden, Type: a.Type, Title: a.Title, Notes: a.Notes, At: a.At,
 		Bed: a.Bed, Plant: a.Plant, Quantity: a.Quantity, AssigneeID: a.AssigneeID, Status: a.Status,
-		AuthorID: a.AuthorID, Created: a.Created, Updated: a.Updated}
+		AuthorID: a.AuthorID, Created: a.Created, Updated: a.Updated, ClientKey: a.ClientKey}
 	if a.AssigneeID != 0 {
 		l.Assignee = new("")
 	}
@@ -355,6 +361,11 @@ func CheckArchived(kind string, record any) error {
 		if r.ID == 0 || r.AuthorID == 0 {
 			return Invalid("id", "log and author ids must not be 0")
 		}
+		if r.ClientKey != "" {
+			if err := ValidClientKey(r.ClientKey); err != nil {
+				return err
+			}
+		}
 		// Any time in range: "a year ahead" was checked against the clock of the day.
 		return ValidateLog(r.Log(), maxLogTime)
 	case *Photo:
@@ -377,18 +388,19 @@ func CheckArchived(kind string, record any) error {
 	return nil
 }
 
-// ReadArchive reads every record of r in order, decoded into its archived type and
-// checked (CheckArchived), and hands it to load: a backend's Import is this with its
-// writes. It returns the archive's header, and stops when ctx ends.
-func ReadArchive(ctx context.Context, r io.Reader, load func(kind string, record any) error) (ArchiveHeader, error) {
+// ReadArchive reads every record of r in order, decoded into its archived type,
+// its text repaired (RepairText; each repair told to repaired when it is not nil)
+// and checked (CheckArchived), and hands it to load: a backend's Import is this with
+// its writes. It returns the archive's header, and stops when ctx ends.
+func ReadArchive(ctx context.Context, r io.Reader, load func(kind string, record any) error, repaired func(Repair)) (ArchiveHeader, error) {
 	ar, err := NewArchiveReader(r)
 	if err != nil {
 		return ArchiveHeader{}, err
 	}
-	return ar.Header, ar.each(ctx, load)
+	return ar.Header, ar.each(ctx, load, repaired)
 }
 
-func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record any) error) error {
+func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record any) error, repaired func(Repair)) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -433,6 +445,12 @@ func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record
 		}
 		if err := ar.Decode(raw, rec); err != nil {
 			return err
+		}
+		for _, r := range repairArchived(rec) {
+			if repaired != nil {
+				r.Line = ar.line
+				repaired(r)
+			}
 		}
 		if err := CheckArchived(kind, rec); err != nil {
 			return ar.Invalidf("%s: %v", kind, err)

@@ -22,7 +22,9 @@ func TestHashThreadPriority(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	before := threadNice(t)
 	var inside int
-	onHashThread(func() { inside = threadNice(t) })
+	if err := onHashThread(lowerThreadPriority, func() { inside = threadNice(t) }); err != nil {
+		t.Fatal(err)
+	}
 	if want := min(19, before+hashNice); inside != want {
 		t.Fatalf("hash thread nice %d, want %d (caller %d)", inside, want, before)
 	}

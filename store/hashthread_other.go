@@ -3,4 +3,4 @@
 package store
 
 // lowerThreadPriority does nothing where priorities are per process, not per thread.
-func lowerThreadPriority() {}
+func lowerThreadPriority() error { return nil }

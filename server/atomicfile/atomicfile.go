@@ -49,7 +49,7 @@ func Create(path string, opts Options) (*File, error) {
 		if err == nil {
 			// A stale temporary file keeps its mode through O_TRUNC.
 			if err = f.Chmod(0o600); err != nil {
-				f.Close()
+				_ = f.Close() // the chmod error is the one to report
 			}
 		}
 	} else {
@@ -83,7 +83,7 @@ func (f *File) Commit() error {
 		err = os.Rename(tmp, f.path)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // err is the one to report
 		return err
 	}
 	return SyncDir(filepath.Dir(f.path))
@@ -95,8 +95,8 @@ func (f *File) Abort() {
 		return
 	}
 	f.done = true
-	f.Close()
-	os.Remove(f.Name())
+	_ = f.Close()           // the data is being thrown away
+	_ = os.Remove(f.Name()) // a leftover temporary file is swept at start-up
 }
 
 // Write replaces path with what fill writes and returns the size written.

@@ -17,11 +17,11 @@ func lockDir(dir string) (unlock func(), err error) {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
+		_ = f.Close() // the lock file holds no data
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("%w %s; wait for it to finish", ErrBusy, dir)
 		}
 		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
-	return func() { f.Close() }, nil
+	return func() { _ = f.Close() }, nil // closing releases the lock; the file holds no data
 }

@@ -75,7 +75,7 @@ func read(r io.Reader, opts ReadOptions, sink sinkFunc) (*Manifest, error) {
 			return nil, err
 		}
 		if err := copyVerified(w, tr, e); err != nil {
-			done(false)
+			_ = done(false) // discards the entry; the copy's error is the one to report
 			return nil, err
 		}
 		if err := done(true); err != nil {
@@ -173,14 +173,14 @@ func extract(r io.Reader, dir string, opts ReadOptions) (*Manifest, error) {
 				return f.Close()
 			}
 			if err := f.Sync(); err != nil {
-				f.Close()
+				_ = f.Close() // the sync error is the one to report
 				return fmt.Errorf("restore %s: %w", e.Path, err)
 			}
 			if err := f.Close(); err != nil {
 				return fmt.Errorf("restore %s: %w", e.Path, err)
 			}
 			if !mtime.IsZero() {
-				os.Chtimes(path, mtime, mtime) // cosmetic: a failure loses nothing
+				_ = os.Chtimes(path, mtime, mtime) // cosmetic: a failure loses nothing
 			}
 			return nil
 		}, nil

@@ -102,7 +102,7 @@ func Restore(r io.Reader, dir string, opts RestoreOptions) (*Manifest, error) {
 	defer unlock()
 	if err := checkTarget(dir, opts.Force); err != nil {
 		if created {
-			os.Remove(dir)
+			_ = os.Remove(dir) // empty; err is the one to report
 		}
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func Restore(r io.Reader, dir string, opts RestoreOptions) (*Manifest, error) {
 			return nil, fmt.Errorf("%w; removing the unpacked copy failed too: %v", err, back)
 		}
 		if created {
-			os.Remove(dir)
+			_ = os.Remove(dir) // empty again; err is the one to report
 		}
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func ensureDir(dir string) (created bool, err error) {
 	}
 	// Everything restored into dir is synced; so must be the entry naming it.
 	if err := atomicfile.SyncDir(filepath.Dir(dir)); err != nil {
-		os.Remove(dir)
+		_ = os.Remove(dir) // empty; the sync error is the one to report
 		return false, fmt.Errorf("restore: create %s: %w", dir, err)
 	}
 	return true, nil

@@ -210,7 +210,7 @@ func (bw *Writer) openSpool(dataDir string) (string, error) {
 		for _, e := range entries {
 			p := filepath.Join(dataDir, e.Name())
 			if strings.HasPrefix(e.Name(), spoolPrefix) && !bw.active[p] {
-				os.RemoveAll(p)
+				_ = os.RemoveAll(p) // another start tries again
 			}
 		}
 	}
@@ -225,7 +225,7 @@ func (bw *Writer) openSpool(dataDir string) (string, error) {
 }
 
 func (bw *Writer) closeSpool(p string) {
-	os.RemoveAll(p)
+	_ = os.RemoveAll(p) // a leftover spool is removed at the next backup's start
 	bw.mu.Lock()
 	delete(bw.active, p)
 	bw.mu.Unlock()
@@ -238,7 +238,7 @@ func snapshot(ctx context.Context, spool string, src Source) (pinned, error) {
 	if err != nil {
 		return pinned{}, fmt.Errorf("backup: spool database: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // for the error paths: closed and checked below
 	h := sha256.New()
 	cw := &countWriter{w: io.MultiWriter(f, h), ctx: ctx}
 	if _, err := src.Snapshot(cw); err != nil {
@@ -319,7 +319,7 @@ func pin(dataDir, spool string, i int, rel string) (p pinned, gone bool, err err
 	if err != nil {
 		return pinned{}, false, fmt.Errorf("backup: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	info, err := f.Stat()
 	if err != nil {
 		return pinned{}, false, fmt.Errorf("backup: %w", err)
@@ -348,13 +348,13 @@ func spoolExtra(spool string, i int, x Extra) (p pinned, gone bool, err error) {
 	if err != nil {
 		return pinned{}, false, fmt.Errorf("backup: open %s: %w", x.Path, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read only
 	path := filepath.Join(spool, "x"+strconv.Itoa(i))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return pinned{}, false, fmt.Errorf("backup: spool %s: %w", x.Path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // for the error paths: closed and checked below
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), rc)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -406,7 +406,7 @@ func copyEntry(tw *tar.Writer, p pinned) error {
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	hdr := &tar.Header{
 		Typeflag: tar.TypeReg, Name: DataPrefix + p.entry.Path, Size: p.entry.Size,
 		Mode: 0o600, ModTime: p.mtime.Truncate(time.Second),

@@ -39,7 +39,7 @@ func newCSV(w io.Writer, header ...string) *csvWriter {
 	cw := csv.NewWriter(bw)
 	cw.UseCRLF = true
 	c := &csvWriter{bw: bw, cw: cw}
-	c.row(header...)
+	_ = c.row(header...) // a failed write is kept by the writers and reported by flush
 	return c
 }
 

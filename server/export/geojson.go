@@ -33,7 +33,8 @@ type collection struct {
 
 func newCollection(w io.Writer) *collection {
 	c := &collection{bw: bufio.NewWriterSize(w, 32<<10), first: true}
-	c.bw.WriteString(`{"type":"FeatureCollection","features":[`)
+	// A bufio.Writer keeps its first error and returns it again from Flush (close).
+	_, _ = c.bw.WriteString(`{"type":"FeatureCollection","features":[`)
 	return c
 }
 
@@ -42,10 +43,12 @@ func (c *collection) add(pos store.LatLon, props map[string]any) error {
 	if err != nil {
 		return err
 	}
-	if !c.first {
-		c.bw.WriteString(",\n")
-	} else {
-		c.bw.WriteString("\n")
+	sep := ",\n"
+	if c.first {
+		sep = "\n"
+	}
+	if _, err := c.bw.WriteString(sep); err != nil {
+		return err
 	}
 	c.first = false
 	_, err = c.bw.Write(data)
@@ -53,7 +56,9 @@ func (c *collection) add(pos store.LatLon, props map[string]any) error {
 }
 
 func (c *collection) close() error {
-	c.bw.WriteString("\n]}\n")
+	if _, err := c.bw.WriteString("\n]}\n"); err != nil {
+		return err
+	}
 	return c.bw.Flush()
 }
 

@@ -59,7 +59,7 @@ func zipImage(ctx context.Context, src Source, entry func(string, uint16, func(i
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read to the end: nothing to lose
 	br := bufio.NewReaderSize(rc, 64<<10)
 	width, height, err := pngSize(br)
 	if err != nil {

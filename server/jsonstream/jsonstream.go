@@ -190,7 +190,7 @@ func (d *Decoder) peek() (byte, error) {
 }
 
 func (d *Decoder) next() {
-	d.r.Discard(1)
+	_, _ = d.r.Discard(1) // the byte was peeked: it is buffered
 	d.off++
 }
 
@@ -337,7 +337,7 @@ func (d *Decoder) stream(w io.Writer) error {
 		} else {
 			out = append(out, b[:i]...)
 		}
-		d.r.Discard(i)
+		_, _ = d.r.Discard(i) // peeked bytes: buffered
 		d.off += int64(i)
 		if i == len(b) {
 			continue
@@ -391,7 +391,7 @@ func (d *Decoder) unescape(out []byte) ([]byte, error) {
 			if b, err := d.r.Peek(6); err == nil && b[0] == '\\' && b[1] == 'u' {
 				if lo, ok := parseHex4(b[2:6]); ok {
 					if pair := utf16.DecodeRune(r, lo); pair != utf8.RuneError {
-						d.r.Discard(6)
+						_, _ = d.r.Discard(6) // peeked bytes: buffered
 						d.off += 6
 						return utf8.AppendRune(out, pair), nil
 					}
@@ -416,13 +416,13 @@ func (d *Decoder) hex4() (rune, error) {
 	if !ok {
 		for i := range 4 {
 			if _, ok := parseHex4([]byte{'0', '0', '0', b[i]}); !ok {
-				d.r.Discard(i)
+				_, _ = d.r.Discard(i) // peeked bytes: buffered
 				d.off += int64(i)
 				return 0, d.syntax(b[i], "in \\u hexadecimal character escape")
 			}
 		}
 	}
-	d.r.Discard(4)
+	_, _ = d.r.Discard(4) // peeked bytes: buffered
 	d.off += 4
 	return r, nil
 }

@@ -31,12 +31,12 @@ const tempPrefix = ".tmp-"
 var ErrNotKept = fmt.Errorf("point cloud not kept: %w", fs.ErrNotExist)
 
 // Files are the kept PLY files of a data directory. Files the pool writes or reads
-// count against the disk budget (Config.MaxBytes); the centres of kept clouds are
-// cached. A Files is safe for concurrent use.
+// count against the disk budget (Config.MaxBytes); what one pass over a kept cloud
+// tells is cached. A Files is safe for concurrent use.
 type Files struct {
-	dir     string
-	budget  *budget // nil without a limit
-	centres centreCache
+	dir       string
+	budget    *budget // nil without a limit
+	statCache statsCache
 }
 
 // NewFiles is the pointclouds/ directory of dataDir, kept within maxBytes (0: no
@@ -70,10 +70,20 @@ func (f *Files) Open(project, cloudUUID string) (*os.File, fs.FileInfo, error) {
 	}
 	st, err := file.Stat()
 	if err != nil {
-		file.Close()
+		_ = file.Close() // read only
 		return nil, nil, err
 	}
 	return file, st, nil
+}
+
+// Kept reports whether the cloud has a file here.
+func (f *Files) Kept(project, cloudUUID string) bool {
+	path, err := f.Path(project, cloudUUID)
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // write keeps pc as binary PLY, atomically (a crash never leaves a half-written cloud
@@ -97,7 +107,7 @@ func (f *Files) read(path string) (cloud.PointCloud, int64, error) {
 	if err != nil {
 		return cloud.PointCloud{}, 0, err
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }() // read only
 	st, err := file.Stat()
 	if err != nil {
 		return cloud.PointCloud{}, 0, err
@@ -117,7 +127,7 @@ func (f *Files) RemoveProject(project string) error {
 // Count counts the regular files under the directory.
 func (f *Files) Count() int {
 	n := 0
-	filepath.WalkDir(f.dir, func(_ string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(f.dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			n++
 		}

@@ -54,7 +54,7 @@ func (n *Notifier) Notify(states ...string) error {
 	if err != nil {
 		return fmt.Errorf("sdnotify: %w", err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // the datagram is sent or its error returned
 	if _, err := conn.Write([]byte(strings.Join(states, "\n"))); err != nil {
 		return fmt.Errorf("sdnotify: %w", err)
 	}

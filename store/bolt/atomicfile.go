@@ -29,7 +29,7 @@ func writeFileAtomic(path, pattern string, fill func(io.Writer) error) error {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // err is the one to report
 		return err
 	}
 	return syncDir(dir)

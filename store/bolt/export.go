@@ -189,8 +189,11 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 			return fmt.Errorf("%w: the store holds companies already; import into an empty one", store.ErrConflict)
 		}
 		l := newLoader(tx)
-		head, err := store.ReadArchive(ctx, r, l.load)
+		head, err := store.ReadArchive(ctx, r, l.load, opts.Repaired)
 		if err != nil {
+			return err
+		}
+		if err := l.flush(); err != nil {
 			return err
 		}
 		if head.DataID != "" {
@@ -239,9 +242,33 @@ type loader struct {
 	tx *bbolt.Tx
 	// maxID is the largest id written per bucket: finish moves the sequences past it.
 	maxID map[string]uint64
+	// pending are index writes made at the end, in key order (flush).
+	pending map[string]*sortedPuts
 }
 
-func newLoader(tx *bbolt.Tx) *loader { return &loader{tx: tx, maxID: map[string]uint64{}} }
+func newLoader(tx *bbolt.Tx) *loader {
+	return &loader{tx: tx, maxID: map[string]uint64{}, pending: map[string]*sortedPuts{}}
+}
+
+func (l *loader) later(bucket []byte) *sortedPuts {
+	p := l.pending[string(bucket)]
+	if p == nil {
+		p = &sortedPuts{}
+		l.pending[string(bucket)] = p
+	}
+	return p
+}
+
+// flush makes the pending index writes.
+func (l *loader) flush() error {
+	for name, p := range l.pending {
+		if err := p.flush(l.tx.Bucket([]byte(name))); err != nil {
+			return err
+		}
+	}
+	clear(l.pending)
+	return nil
+}
 
 func (l *loader) seen(bucket []byte, id uint64) {
 	l.maxID[string(bucket)] = max(l.maxID[string(bucket)], id)
@@ -417,7 +444,11 @@ func (l *loader) load(kind string, rec any) error {
 		if err := putJSON(tx.Bucket(bucketLogs), itob(r.ID), r); err != nil {
 			return err
 		}
-		return putLogIndex(tx, *r, false)
+		// The index entries are written at the end, in order (sortedPuts).
+		return eachLogIndexEntry(*r, func(bucket, k, v []byte) error {
+			l.later(bucket).add(k, v)
+			return nil
+		})
 	case *store.Photo:
 		if err := l.fresh(bucketPhotos, itob(r.ID), fmt.Sprintf("photo %d", r.ID)); err != nil {
 			return err

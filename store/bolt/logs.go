@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -51,7 +52,11 @@ func termPrefix(gardenID uint64, term string) []byte {
 func logTerms(a store.ArchivedLog, assignee uint64) []string {
 	l := a.Log()
 	l.AssigneeID = assignee
-	return append([]string{allTerm}, store.LogTerms(l)...)
+	out := append([]string{allTerm}, store.LogTerms(l)...)
+	if a.ClientKey != "" {
+		out = append(out, keyTerm(a.AuthorID, a.ClientKey))
+	}
+	return out
 }
 
 // taskKey indexes a pending task by its assignee: assignee|at ascending|id.
@@ -77,26 +82,24 @@ func logOf(tx *bbolt.Tx, gardenID, logID uint64) (store.ArchivedLog, error) {
 
 // putLogIndex writes (or, with del, deletes) every index entry of a.
 func putLogIndex(tx *bbolt.Tx, a store.ArchivedLog, del bool) error {
-	idx := tx.Bucket(bucketLogIndex)
+	return eachLogIndexEntry(a, func(bucket, k, v []byte) error {
+		if del {
+			return tx.Bucket(bucket).Delete(k)
+		}
+		return tx.Bucket(bucket).Put(k, v)
+	})
+}
+
+// eachLogIndexEntry hands every index entry of a to fn: its bucket, key and value.
+func eachLogIndexEntry(a store.ArchivedLog, fn func(bucket, k, v []byte) error) error {
 	suffix := logSuffix(a.At, a.ID)
 	for _, term := range logTerms(a, a.AssigneeID) {
-		k := append(termPrefix(a.Garden, term), suffix...)
-		var err error
-		if del {
-			err = idx.Delete(k)
-		} else {
-			err = idx.Put(k, present)
-		}
-		if err != nil {
+		if err := fn(bucketLogIndex, append(termPrefix(a.Garden, term), suffix...), present); err != nil {
 			return err
 		}
 	}
 	if a.Type == store.LogTask && a.Status == store.LogPending && a.AssigneeID != 0 {
-		k := taskKey(a.AssigneeID, a.At, a.ID)
-		if del {
-			return tx.Bucket(bucketTasks).Delete(k)
-		}
-		return tx.Bucket(bucketTasks).Put(k, itob(a.Garden))
+		return fn(bucketTasks, taskKey(a.AssigneeID, a.At, a.ID), itob(a.Garden))
 	}
 	return nil
 }
@@ -207,17 +210,49 @@ func checkLogRefs(tx *bbolt.Tx, g store.Garden, old *store.Log, next *store.Log)
 
 // CreateLog stores a new log of the garden (store.LogStore).
 func (s *Store) CreateLog(gardenID, authorID uint64, p store.LogPatch, authorize store.LogAuthorizer) (store.Log, error) {
+	l, _, err := s.createLog(gardenID, authorID, "", p, authorize)
+	return l, err
+}
+
+// CreateLogOnce stores a new log of the garden unless the author made one with that
+// key (store.LogStore). The key is an index term of the log: it goes with the log.
+func (s *Store) CreateLogOnce(gardenID, authorID uint64, key string, p store.LogPatch, authorize store.LogAuthorizer) (store.Log, bool, error) {
+	if err := store.ValidClientKey(key); err != nil {
+		return store.Log{}, false, err
+	}
+	return s.createLog(gardenID, authorID, key, p, authorize)
+}
+
+// keyTerm is the index term of an author's idempotency key.
+func keyTerm(authorID uint64, key string) string {
+	return "k:" + strconv.FormatUint(authorID, 10) + ":" + key
+}
+
+func (s *Store) createLog(gardenID, authorID uint64, key string, p store.LogPatch, authorize store.LogAuthorizer) (store.Log, bool, error) {
 	now := s.now()
-	next := store.ApplyLogPatch(store.Log{Garden: gardenID, AuthorID: authorID}, p, true, now)
+	next := store.ApplyLogPatch(store.Log{Garden: gardenID, AuthorID: authorID, ClientKey: key}, p, true, now)
 	if err := store.ValidateLog(next, now); err != nil {
-		return store.Log{}, err
+		return store.Log{}, false, err
 	}
 	var out store.Log
+	created := false
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		g, err := getGarden(tx, gardenID)
 		if err != nil {
 			return err
 		}
+		if key != "" {
+			prefix := termPrefix(gardenID, keyTerm(authorID, key))
+			if k, _ := tx.Bucket(bucketLogIndex).Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
+				a, err := getLog(tx, suffixID(k[len(prefix):]))
+				if err != nil {
+					return err
+				}
+				out, err = logView(tx, a, nil)
+				return err
+			}
+		}
+		created = true
 		author, err := usernameOf(tx, authorID, nil)
 		if err != nil {
 			return err
@@ -249,7 +284,10 @@ func (s *Store) CreateLog(gardenID, authorID uint64, p store.LogPatch, authorize
 		out, err = logView(tx, a, nil)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return store.Log{}, false, err
+	}
+	return out, created, nil
 }
 
 // Log returns a log of the garden.
@@ -271,6 +309,10 @@ func (s *Store) UpdateLog(gardenID, logID uint64, p store.LogPatch, authorize st
 	now := s.now()
 	var out store.Log
 	err := s.db.Update(func(tx *bbolt.Tx) error {
+		g, err := getGarden(tx, gardenID)
+		if err != nil {
+			return err
+		}
 		a, err := logOf(tx, gardenID, logID)
 		if err != nil {
 			return err
@@ -288,7 +330,7 @@ func (s *Store) UpdateLog(gardenID, logID uint64, p store.LogPatch, authorize st
 				return err
 			}
 		}
-		if err := checkLogRefs(tx, getGardenOrZero(tx, gardenID), &old, &next); err != nil {
+		if err := checkLogRefs(tx, g, &old, &next); err != nil {
 			return err
 		}
 		if len(store.ChangedLogFields(old, next)) == 0 {
@@ -310,11 +352,6 @@ func (s *Store) UpdateLog(gardenID, logID uint64, p store.LogPatch, authorize st
 		return err
 	})
 	return out, err
-}
-
-func getGardenOrZero(tx *bbolt.Tx, id uint64) store.Garden {
-	g, _ := getGarden(tx, id)
-	return g
 }
 
 // DeleteLog deletes a log of the garden with its photos.

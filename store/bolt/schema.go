@@ -14,7 +14,8 @@ var (
 	bucketMeta      = []byte("meta")
 	bucketUsers     = []byte("users")     // id → userRecord
 	bucketUsernames = []byte("usernames") // username → id
-	// bucketUsernameLooks indexes what names look like: skeleton|0|userID → nil.
+	// bucketUsernameLooks indexes what names look like: look|0|userID → nil, one entry
+	// per store.UsernameLooks key.
 	bucketUsernameLooks = []byte("username_looks")
 	bucketTokens        = []byte("tokens")      // sha256(token) → tokenRecord (binary)
 	bucketUserToks      = []byte("user_tokens") // userID|sha256 → nil
@@ -79,13 +80,19 @@ var migrations = []func(tx *bbolt.Tx) error{
 	func(*bbolt.Tx) error { return nil },
 	// 1 → 2: index what every username looks like (usernames.go).
 	indexUsernameLooks,
-	// 2 → 3: the logbook's buckets (created on open); the version keeps a gardend
+	// 2 → 3: re-index it with Unicode's confusables, case-folded (usernames.go).
+	reindexUsernameLooks,
+	// 3 → 4: the logbook's buckets (created on open); the version keeps a gardend
 	// that does not know them from opening the file and orphaning their records.
 	func(*bbolt.Tx) error { return nil },
-	// 3 → 4: history, alerts, guidance and leases (buckets created on open), kept
+	// 4 → 5: history, alerts, guidance and leases (buckets created on open), kept
 	// from a gardend that does not know them in the same way.
 	func(*bbolt.Tx) error { return nil },
 }
+
+// lookIndexVersion is the confusables release the look index of the newest schema is
+// built with: a new table changes the looks, and needs a migration that re-indexes.
+const lookIndexVersion = "15.0.0"
 
 // SchemaVersion is the version this build writes.
 func SchemaVersion() uint64 { return uint64(len(migrations)) }
@@ -98,15 +105,24 @@ func (s *Store) migrate() error { return s.migrateWith(migrations) }
 // back, then still has the data as it was. Without that copy nothing is migrated.
 func (s *Store) migrateWith(steps []func(tx *bbolt.Tx) error) error {
 	var version uint64
+	complete := true // every bucket exists
 	if err := s.db.View(func(tx *bbolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil {
 			if v := meta.Get(keySchemaVersion); v != nil {
 				version = btoi(v)
 			}
 		}
+		for _, name := range allBuckets {
+			complete = complete && tx.Bucket(name) != nil
+		}
 		return nil
 	}); err != nil {
 		return err
+	}
+	if complete && version == uint64(len(steps)) {
+		// Nothing to do: no write transaction, whose two fsyncs would delay every
+		// start (about 5 ms on a VM's disk, more on an SD card).
+		return nil
 	}
 	if version > 0 && version < uint64(len(steps)) {
 		path, err := s.backupBeforeMigration(version)

@@ -96,7 +96,7 @@ func (s *Store) Authenticate(digest [store.DigestSize]byte) (store.User, error) 
 	if err != nil {
 		return store.User{}, err
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // read only: nothing to undo
 	userID, _, expiry, ok := decodeToken(tx.Bucket(bucketTokens).Get(digest[:]))
 	if !ok || !s.now().Before(expiry) {
 		return store.User{}, store.ErrUnauthenticated

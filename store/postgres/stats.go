@@ -149,10 +149,28 @@ func (s *Store) CheckIndexes() error {
 				errs = append(errs, errors.New(f))
 			}
 		}
-		return nil
+		return checkUsernameLooks(ctx, tx, &errs)
 	})
 	if err != nil {
 		return err
 	}
 	return errors.Join(errs...)
+}
+
+// checkUsernameLooks finds accounts whose look columns are not what gardend computes
+// of their names (store.UsernameLooks), which SQL cannot check.
+func checkUsernameLooks(ctx context.Context, tx pgx.Tx, errs *[]error) error {
+	rows, err := tx.Query(ctx, `SELECT id, username, username_look, username_look_lower FROM users`)
+	if err != nil {
+		return fmt.Errorf("check username looks: %w", err)
+	}
+	var id uint64
+	var name, look, lower string
+	_, err = pgx.ForEachRow(rows, []any{&id, &name, &look, &lower}, func() error {
+		if want := looksOf(name); want[0] != look || want[1] != lower {
+			*errs = append(*errs, fmt.Errorf("user %d %q: looks %q, %q; want %q, %q", id, name, look, lower, want[0], want[1]))
+		}
+		return nil
+	})
+	return err
 }

@@ -44,7 +44,9 @@ func openImages(t *testing.T, h ImageHarness) (store.Backend, store.ImageContent
 		if err := st.CheckIndexes(); err != nil {
 			t.Errorf("relations check: %v", err)
 		}
-		st.Close()
+		if err := st.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
 	})
 	alice := mustUser(t, st, "alice")
 	return st, content, mustGarden(t, st, mustCompany(t, st, alice, "c"), "g")
@@ -68,7 +70,7 @@ func readImage(t *testing.T, c store.ImageContent, path string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read only
 	data, err := io.ReadAll(rc)
 	if err == nil && int64(len(data)) != size {
 		t.Errorf("read %d bytes of an image of %d", len(data), size)

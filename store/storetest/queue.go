@@ -137,7 +137,9 @@ func testCloudJobRetriesAndRearm(t *testing.T, h Harness) {
 	}
 
 	// A forced enqueue makes a job backing off due now.
-	st.RecordCloudFailure(uuidA, "c2", inputsMap, "x", policy)
+	if _, _, err := st.RecordCloudFailure(uuidA, "c2", inputsMap, "x", policy); err != nil {
+		t.Fatal(err)
+	}
 	if n := mustEnqueue(t, st, 0, job(uuidA, "c2", inputsMap)); n != 1 {
 		t.Fatalf("forced: %d", n)
 	}
@@ -250,10 +252,16 @@ func testBedStatuses(t *testing.T, h Harness) {
 	nodes, _, garden := openQueue(t, h, 1)
 	st := nodes[0]
 	mustEnqueue(t, st, time.Hour, job(uuidA, "c1", inputsMap), job(uuidA, "c2", inputsMap), job(uuidA, "c3", inputsMap), job(uuidA, "c4", inputsMap))
-	st.CompleteCloudJob(store.PlantPosition{Project: uuidA, Cloud: "c1", CloudInputs: inputsMap, Position: &store.LatLon{}})
-	st.CompleteCloudJob(store.PlantPosition{Project: uuidA, Cloud: "c2", CloudInputs: inputsMap, Reason: "empty"})
+	if err := st.CompleteCloudJob(store.PlantPosition{Project: uuidA, Cloud: "c1", CloudInputs: inputsMap, Position: &store.LatLon{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CompleteCloudJob(store.PlantPosition{Project: uuidA, Cloud: "c2", CloudInputs: inputsMap, Reason: "empty"}); err != nil {
+		t.Fatal(err)
+	}
 	for range policy.MaxAttempts {
-		st.RecordCloudFailure(uuidA, "c3", inputsMap, "x", policy)
+		if _, _, err := st.RecordCloudFailure(uuidA, "c3", inputsMap, "x", policy); err != nil {
+			t.Fatal(err)
+		}
 	}
 	all, err := st.BedStatuses()
 	if err != nil || len(all) != 2 {

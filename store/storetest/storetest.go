@@ -36,6 +36,8 @@ func Run(t *testing.T, h Harness) {
 		{"UpdateUser", testUpdateUser},
 		{"CreateLoginToken", testCreateLoginToken},
 		{"UsernamesNormalisedAndUnconfusable", testUsernamesNormalisedAndUnconfusable},
+		{"LookalikeUsernamesRefused", testLookalikeUsernamesRefused},
+		{"PasswordHashKinds", testPasswordHashKinds},
 		{"TokenDigestRejectsMalformed", testTokenDigestRejectsMalformed},
 		{"Tokens", testTokens},
 		{"RevokeUserTokensKeepsOne", testRevokeUserTokensKeepsOne},
@@ -48,6 +50,7 @@ func Run(t *testing.T, h Harness) {
 		{"DeleteGarden", testDeleteGarden},
 		{"CompanyPermissionRules", testCompanyPermissionRules},
 		{"GardenPermissionRules", testGardenPermissionRules},
+		{"PermissionUsernameSpellings", testPermissionUsernameSpellings},
 		{"UsernameFollowsRename", testUsernameFollowsRename},
 		{"Beds", testBeds},
 		{"GardenImage", testGardenImage},
@@ -75,12 +78,18 @@ func Run(t *testing.T, h Harness) {
 		{"WidgetsUTF8", testWidgetsUTF8},
 		{"DataID", testDataID},
 		{"CreateBedUpTo", testCreateBedUpTo},
+		{"BedsOfProject", testBedsOfProject},
+		{"CreateBedFor", testCreateBedFor},
+		{"FirstBedsOfOneProject", testFirstBedsOfOneProject},
 		{"BedLimitAcrossNodes", testBedLimitAcrossNodes},
 		{"CloudQueueCounts", testCloudQueueCounts},
 		{"ImportKeepsIDsAndRerunsToNothing", testImportKeepsIDsAndRerunsToNothing},
 		{"ImportIntoUsedDatabase", testImportIntoUsedDatabase},
 		{"ImportValidation", testImportValidation},
 		{"ImportStalePlan", testImportStalePlan},
+		{"ControlCharacters", testControlCharacters},
+		{"ArchiveRepairsText", testArchiveRepairsText},
+		{"ImportRepairsText", testImportRepairsText},
 		{"LogsCreate", testLogsCreate},
 		{"LogsUpdate", testLogsUpdate},
 		{"LogsDelete", testLogsDelete},
@@ -88,6 +97,9 @@ func Run(t *testing.T, h Harness) {
 		{"LogsListMatchesModel", testLogsListMatchesModel},
 		{"PendingTasks", testPendingTasks},
 		{"LogPhotos", testLogPhotos},
+		{"LogClientKeys", testLogClientKeys},
+		{"LogClientKeysTogether", testLogClientKeysTogether},
+		{"PhotoClientKeys", testPhotoClientKeys},
 		{"PlantIDs", testPlantIDs},
 		{"HistoryRecordsEachMeasurementOnce", testHistoryRecordsEachMeasurementOnce},
 		{"HistoryReadOnceAcrossNodes", testHistoryReadOnceAcrossNodes},
@@ -147,7 +159,9 @@ func openNodes(t *testing.T, h Harness, n int) ([]store.Backend, *Clock) {
 		for _, st := range nodes {
 			if !closed[st] {
 				closed[st] = true
-				st.Close()
+				if err := st.Close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
 			}
 		}
 	})

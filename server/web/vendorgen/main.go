@@ -50,7 +50,7 @@ func vendorThree(version, out string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }() // a leftover in the temporary directory
 	cmd := exec.Command("npm", "pack", "--json", "--pack-destination", tmp, "three@"+version)
 	cmd.Stderr = os.Stderr
 	raw, err := cmd.Output()
@@ -97,7 +97,7 @@ func extract(tgz string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	zr, err := gzip.NewReader(f)
 	if err != nil {
 		return nil, err

@@ -274,7 +274,7 @@ func (s *server) launch() error {
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }() // postgres has its own descriptor; this is the parent's copy
 	// Durability is worth nothing in a throwaway cluster: without fsync a test's
 	// CREATE DATABASE and commits cost a fraction.
 	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
@@ -297,7 +297,7 @@ func (s *server) launch() error {
 			return
 		}
 		started <- nil
-		cmd.Wait()
+		_ = cmd.Wait() // how it ended is in postgres.log; the exit is what matters
 		close(exited)
 	}()
 	s.exited = exited
@@ -343,7 +343,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only its port was wanted
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
@@ -352,7 +352,7 @@ func freePort() (int, error) {
 func (s *server) stop() {
 	s.halt()
 	if s.dir != "" && strings.Contains(s.dir, "gardend-pg-") {
-		os.RemoveAll(s.dir)
+		_ = os.RemoveAll(s.dir) // a leftover is in the temporary directory
 		s.dir = ""
 	}
 }
@@ -361,17 +361,17 @@ func (s *server) stop() {
 // sessions are ended at once), keeping its data.
 func (s *server) halt() {
 	if s.admin != nil {
-		s.admin.Close(context.Background())
+		_ = s.admin.Close(context.Background()) // the server is shut down next
 		s.admin = nil
 	}
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	s.cmd.Process.Signal(syscall.SIGINT)
+	_ = s.cmd.Process.Signal(syscall.SIGINT) // fails only when it has exited: s.exited is closed
 	select {
 	case <-s.exited:
 	case <-time.After(15 * time.Second):
-		s.cmd.Process.Kill()
+		_ = s.cmd.Process.Kill() // as above
 		<-s.exited
 	}
 	s.cmd = nil

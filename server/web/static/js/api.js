@@ -42,16 +42,19 @@ let signedOut = () => {};
 export function onSignedOut(fn) { signedOut = fn; }
 
 // request sends one API call; raw returns the Response (streams, binary bodies).
-export async function request(method, path, { body, signal, raw } = {}) {
-  const headers = { Accept: 'application/json' };
+// blob sends a Blob as the body with its own type (photos); headers adds others
+// (Idempotency-Key).
+export async function request(method, path, { body, blob, signal, raw, headers: extra } = {}) {
+  const headers = { Accept: 'application/json', ...extra };
   const s = session();
   if (s) headers.Authorization = 'Token ' + s.token;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (blob) headers['Content-Type'] = blob.type;
   let res;
   try {
     res = await fetch(path, {
       method, headers, signal, cache: 'no-store', credentials: 'omit',
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: blob || (body === undefined ? undefined : JSON.stringify(body)),
     });
   } catch (err) {
     if (err.name === 'AbortError') throw err;
@@ -113,4 +116,9 @@ export const paths = {
   beds: (c, g) => `/companies/${c}/gardens/${g}/beds`,
   plants: (c, g, b) => `/companies/${c}/gardens/${g}/beds/${b}/plants`,
   pointcloud: (c, g, b, p) => `/companies/${c}/gardens/${g}/beds/${b}/plants/${encodeURIComponent(p)}/pointcloud`,
+  logs: (c, g) => `/companies/${c}/gardens/${g}/logs`,
+  log: (c, g, id) => `/companies/${c}/gardens/${g}/logs/${id}`,
+  photos: (c, g, id) => `/companies/${c}/gardens/${g}/logs/${id}/photos`,
+  photo: (c, g, id, p) => `/companies/${c}/gardens/${g}/logs/${id}/photos/${p}`,
+  export: (c, g, file) => `/companies/${c}/gardens/${g}/export/${file}`,
 };
