@@ -743,3 +743,57 @@ func testHistoryArchive(t *testing.T, h Harness) {
 		}
 	}
 }
+
+// testArchiveFormat3: an archive written before history was part of it (format 3,
+// the logbook's) restores: its logs load, the garden has the default guidance, no
+// history and no alerts, and the first reading after it records and raises alerts.
+func testArchiveFormat3(t *testing.T, h Harness) {
+	src, clock := open(t, h)
+	ann := mustUser(t, src, "ann")
+	g := mustGarden(t, src, mustCompany(t, src, ann, "c"), "g")
+	bed, err := src.CreateBed(g.ID, uuidA, "north")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.KeepPlantIDs(uuidA, []store.PlantID{{Name: "plant 1", ID: "m-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	activity := store.LogActivity
+	l, err := src.CreateLog(g.ID, ann.ID, store.LogPatch{Type: &activity, Title: ptr("Watered"), Bed: &bed.ID, Plant: ptr("m-1")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := string(export(t, src))
+	for _, kind := range []string{store.KindGuidance, store.KindHistorySeries, store.KindHistoryChunk, store.KindAlert} {
+		if strings.Contains(archive, `{"kind":"`+kind+`"`) {
+			t.Fatalf("a store without history exports %s records", kind)
+		}
+	}
+	header := fmt.Sprintf(`"format":%d`, store.ArchiveFormat)
+	if !strings.Contains(archive, header) {
+		t.Fatalf("no %s in %.200s", header, archive)
+	}
+	archive = strings.Replace(archive, header, `"format":3`, 1)
+
+	dst, _ := openNodes(t, h, 1)
+	if err := dst[0].Import(context.Background(), strings.NewReader(archive), store.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := dst[0].Log(g.ID, l.ID); err != nil || got.Title != "Watered" {
+		t.Errorf("the log after a format 3 restore: %+v, %v", got, err)
+	}
+	if gd, err := dst[0].Guidance(g.ID); err != nil || fmt.Sprint(gd) != fmt.Sprint(store.DefaultGuidance()) {
+		t.Errorf("guidance after a format 3 restore: %+v, %v", gd, err)
+	}
+	if pts, err := dst[0].BedHistory(g.ID, bed.ID, time.Unix(0, 0), clock.Now().Add(time.Hour), 0); err != nil || len(pts) != 0 {
+		t.Errorf("history after a format 3 restore: %v, %v", pts, err)
+	}
+	if as := mustAlerts(t, dst[0], g.ID, true); len(as) != 0 {
+		t.Errorf("alerts after a format 3 restore: %s", alertsText(as))
+	}
+	at := clock.Now()
+	rec := mustRecord(t, dst[0], reading(bed, at, values(0.3, 1, 0, 0), plant("m-1", "meas-1", at, values(0.5, 3, 0, 0))))
+	if rec.Plants != 1 || !rec.Bed || rec.Raised != 1 {
+		t.Errorf("the first reading after a format 3 restore: %+v", rec)
+	}
+}

@@ -109,6 +109,7 @@ func Run(t *testing.T, h Harness) {
 		{"Guidance", testGuidance},
 		{"Leases", testLeases},
 		{"HistoryArchive", testHistoryArchive},
+		{"ArchiveFormat3", testArchiveFormat3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
