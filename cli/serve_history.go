@@ -37,9 +37,9 @@ func (o *historyOptions) validate() error {
 	case o.scanInterval > 0 && o.scanInterval < time.Minute:
 		return fmt.Errorf("--scan-interval %v: use at least 1m (each bed costs about 70 calls to the spatial server)", o.scanInterval)
 	case o.retention < 0:
-		return fmt.Errorf("--history-retention %v: use 0 (for good) or more", o.retention)
+		return fmt.Errorf("--history-retention %v: use 0 (for good) or more", time.Duration(o.retention))
 	case o.retention > 0 && time.Duration(o.retention) < 24*time.Hour:
-		return fmt.Errorf("--history-retention %v: use at least 1d", o.retention)
+		return fmt.Errorf("--history-retention %v: use at least 1d", time.Duration(o.retention))
 	case o.demoScan < 0:
 		return fmt.Errorf("--demo-scan-interval %v: use 0 (never) or more", o.demoScan)
 	}
@@ -77,7 +77,7 @@ func (d *days) String() string {
 func (d *days) Set(s string) error {
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		f, err := strconv.ParseFloat(n, 64)
-		if err != nil || f < 0 || f > 100*365 {
+		if err != nil || !(f >= 0 && f <= 100*365) { // NaN fails both
 			return fmt.Errorf("%q: use days like 730d, or a duration like 48h", s)
 		}
 		*d = days(time.Duration(f * float64(24*time.Hour)))
