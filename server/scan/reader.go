@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -89,6 +90,19 @@ type Reader struct {
 
 	mu      sync.Mutex
 	holding bool
+
+	read, failed atomic.Int64
+}
+
+// ReaderStats counts the reads of beds by a Reader since it was made.
+type ReaderStats struct {
+	Holding      bool
+	Read, Failed int64
+}
+
+// Stats returns whether the reader holds the lease, and its reads so far.
+func (r *Reader) Stats() ReaderStats {
+	return ReaderStats{Holding: r.Holding(), Read: r.read.Load(), Failed: r.failed.Load()}
 }
 
 // NewReader reads beds from src (nil: no spatial server, only retention runs),
@@ -323,6 +337,11 @@ func (r *Reader) readBed(ctx context.Context, b store.Bed) {
 	}
 	if err == nil {
 		rec, _, err = r.rec.Record(Reading(b, r.name(b, &bed), bed, read))
+	}
+	if err == nil {
+		r.read.Add(1)
+	} else {
+		r.failed.Add(1)
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:

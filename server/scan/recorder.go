@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gardend/gardend/store"
 )
@@ -17,6 +18,25 @@ type Recorder struct {
 
 	mu   sync.Mutex
 	last map[uint64]uint64 // bed → fingerprint of its last recorded reading
+
+	recorded, skipped, bedPoints, plantPoints, raised, closed atomic.Int64
+}
+
+// RecorderStats counts what a Recorder did since it was made, whoever read the beds.
+type RecorderStats struct {
+	// Recorded readings were handed to the store; Skipped ones showed what this
+	// node recorded last.
+	Recorded, Skipped int64
+	// BedPoints and PlantPoints are the points the store kept.
+	BedPoints, PlantPoints int64
+	// Raised and Closed count alerts.
+	Raised, Closed int64
+}
+
+// Stats returns the counts so far.
+func (rc *Recorder) Stats() RecorderStats {
+	return RecorderStats{Recorded: rc.recorded.Load(), Skipped: rc.skipped.Load(), BedPoints: rc.bedPoints.Load(),
+		PlantPoints: rc.plantPoints.Load(), Raised: rc.raised.Load(), Closed: rc.closed.Load()}
 }
 
 // maxRemembered bounds the beds a Recorder remembers; past it, it starts over.
@@ -35,12 +55,20 @@ func (rc *Recorder) Record(r store.BedReading) (rec store.Recorded, skipped bool
 	same := rc.last[r.Bed] == fp
 	rc.mu.Unlock()
 	if same {
+		rc.skipped.Add(1)
 		return store.Recorded{}, true, nil
 	}
 	rec, err = rc.st.RecordReading(r)
 	if err != nil {
 		return rec, false, err
 	}
+	rc.recorded.Add(1)
+	if rec.Bed {
+		rc.bedPoints.Add(1)
+	}
+	rc.plantPoints.Add(int64(rec.Plants))
+	rc.raised.Add(int64(rec.Raised))
+	rc.closed.Add(int64(rec.Closed))
 	rc.mu.Lock()
 	if len(rc.last) >= maxRemembered {
 		rc.last = map[uint64]uint64{}
