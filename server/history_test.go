@@ -189,7 +189,9 @@ func TestBackgroundReaderOneNode(t *testing.T) {
 	b := postgresBackend(t)
 	cfg := server.Config{
 		Spatial: spatial.ClientConfig{Addr: rg.srv.Addr(), CacheTTL: spatial.CacheDisabled},
-		History: server.HistoryConfig{ScanInterval: 150 * time.Millisecond, Lease: 300 * time.Millisecond},
+		// A lease long enough that a loaded machine (-race, 2 cores) renews it in time:
+		// at 300 ms a late renewal let the other node take over and read.
+		History: server.HistoryConfig{ScanInterval: 150 * time.Millisecond, Lease: 3 * time.Second},
 	}
 	nodes := []*gardend{startGardendOn(t, b, cfg), startGardendOn(t, b, cfg)}
 	token := nodes[0].register("gardener")
