@@ -213,6 +213,7 @@ func (s *Server) seedDemoHistory(g store.Garden, author store.User, beds []store
 	now := s.cfg.Now()
 	from := now.Add(-demoHistory).Truncate(demoHistoryStep)
 	points := 0
+	var logsTook time.Duration
 	for _, b := range beds {
 		var ids map[string]string
 		var batch []store.BedReading
@@ -253,11 +254,13 @@ func (s *Server) seedDemoHistory(g store.Garden, author store.User, beds []store
 		if err := flush(); err != nil {
 			return err
 		}
+		logsStart := time.Now()
 		if err := s.seedDemoLogs(g, author, b, from, now); err != nil {
 			return err
 		}
+		logsTook += time.Since(logsStart)
 	}
-	s.log.Info().Int("beds", len(beds)).Int("points", points).Dur("took", time.Since(start)).Msg("demo history seeded")
+	s.log.Info().Int("beds", len(beds)).Int("points", points).Dur("took", time.Since(start)).Dur("logs_took", logsTook).Msg("demo history seeded")
 	return nil
 }
 
