@@ -39,6 +39,7 @@ type serveOptions struct {
 	spatial         spatialOptions
 	field           fieldOptions
 	logbook         logbookOptions
+	history         historyOptions
 }
 
 func newServeCommand(g *globalOptions) *cobra.Command {
@@ -76,6 +77,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	o.spatial.addFlags(f)
 	o.field.addFlags(f)
 	o.logbook.addFlags(f)
+	o.history.addFlags(f)
 	markConfig(f) // every serve flag is configuration (config.go)
 	return cmd
 }
@@ -92,6 +94,9 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 		return err
 	}
 	if err := o.logbook.validate(); err != nil {
+		return err
+	}
+	if err := o.history.validate(); err != nil {
 		return err
 	}
 	if err := server.CheckCompatLineGap(o.compatLineGap); err != nil {
@@ -130,6 +135,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	}
 	o.field.apply(&cfg)
 	o.logbook.apply(&cfg)
+	o.history.apply(&cfg)
 	limit, source, setLimit, err := memoryLimit(o.field.memoryLimit, cfg.MaxHashing)
 	if err != nil {
 		return err

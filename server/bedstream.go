@@ -70,6 +70,7 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 			}
 			v = newBedJSON(b.ID, bedName(b, &res.Bed), url, res.Bed, coords, now)
 			jobs = append(jobs, bedJobs...)
+			s.recordRead(r, b, &res.Bed)
 		}
 		// One Write per line, so the stream never stops half-way through one.
 		line, err = appendJSONLine(line[:0], v)

@@ -87,6 +87,7 @@ func (s *Server) exportBeds(r *http.Request, g store.Garden) ([]export.Bed, erro
 		if err := s.keepPlantIDs(&res.Bed); err != nil {
 			return nil, err
 		}
+		s.recordRead(r, b.Bed, &res.Bed)
 		coords, bedJobs, err := s.clouds.Coords(res.Bed, false)
 		if err != nil {
 			return nil, err

@@ -57,6 +57,14 @@ func (s *Server) metricSources() metrics.Sources {
 			return st.CacheHits, st.Collapsed
 		}
 	}
+	if s.recorder != nil && s.reader != nil {
+		src.History = func() metrics.History {
+			rs, cs := s.reader.Stats(), s.recorder.Stats()
+			return metrics.History{Holding: rs.Holding, BedsRead: rs.Read, BedsFailed: rs.Failed,
+				Recorded: cs.Recorded, Skipped: cs.Skipped, BedPoints: cs.BedPoints, PlantPoints: cs.PlantPoints,
+				Raised: cs.Raised, Closed: cs.Closed}
+		}
+	}
 	if s.clouds != nil {
 		src.CloudQueue = func() (pending, failed, inFlight int, err error) {
 			pending, failed, err = s.store.CloudQueueCounts()

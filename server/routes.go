@@ -37,6 +37,9 @@ func (s *Server) allRoutes() []route {
 	rs = append(rs, s.logRoutes()...)
 	rs = append(rs, s.photoRoutes()...)
 	rs = append(rs, s.exportRoutes()...)
+	rs = append(rs, s.historyRoutes()...)
+	rs = append(rs, s.alertRoutes()...)
+	rs = append(rs, s.guidanceRoutes()...)
 	return rs
 }
 

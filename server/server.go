@@ -22,6 +22,7 @@ import (
 	"github.com/gardend/gardend/server/metrics"
 	"github.com/gardend/gardend/server/photo"
 	"github.com/gardend/gardend/server/pointcloud"
+	"github.com/gardend/gardend/server/scan"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
 )
@@ -86,6 +87,8 @@ type Config struct {
 	Spatial spatial.ClientConfig
 	// Clouds tunes the background point-cloud downloads.
 	Clouds pointcloud.Config
+	// History tunes history, the background reader and the demo's robot.
+	History HistoryConfig
 	// SignedURLTTL is how long the signed URLs of the 3D scene work; default
 	// DefaultSignedURLTTL.
 	SignedURLTTL time.Duration
@@ -277,6 +280,9 @@ type Server struct {
 	cloudFiles  *pointcloud.Files
 	cloudSlots  *cloudSlots
 	demo        *demoSpatial
+	// recorder records reads of beds; reader reads them in the background.
+	recorder *scan.Recorder
+	reader   *scan.Reader
 	// signer signs the URLs of kept point clouds.
 	signer urlSigner
 	// demoGarden is the demo garden's path, set by Run before Ready.
@@ -399,6 +405,7 @@ func newServer(cfg Config) (*Server, error) {
 		s.closeSpatial()
 		return nil, err
 	}
+	s.openHistory()
 	m.SetSources(s.metricSources())
 	s.admin = NewAdmin(st, s.pw, cfg.DataDir)
 	s.admin.afterRemove = s.afterRemove
@@ -476,6 +483,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.spatial != nil {
 		bg.Go(func() { s.probeSpatial(ctx) })
 	}
+	bg.Go(func() { s.reader.Run(ctx) })
+	bg.Go(func() { s.runDemoRobot(ctx) })
 
 	perAddr := s.cfg.MaxConnsPerAddr
 	if s.cfg.TrustProxy {

@@ -191,6 +191,9 @@ type Backend interface {
 	Archiver
 	Importer
 	LogStore
+	HistoryStore
+	AlertStore
+	LeaseStore
 }
 
 // Importer brings another system's records in (store/importplan.go; the PlantMap

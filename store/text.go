@@ -151,6 +151,15 @@ func repairArchived(record any) []Repair {
 		rp.record = fmt.Sprintf("position of %s/%s", r.Project, r.Cloud)
 		rp.text("frame", &r.Frame)
 		rp.text("reason", &r.Reason)
+	case *ArchivedAlert:
+		rp.record = fmt.Sprintf("alert %d", r.ID)
+		rp.text("bed_name", &r.BedName)
+	case *ArchivedSeries:
+		rp.record = fmt.Sprintf("history of bed %d", r.Bed)
+		if r.Plant != "" {
+			rp.record += ", plant " + strconv.Quote(r.Plant)
+		}
+		rp.text("name", &r.Name)
 	case *CloudJob:
 		rp.record = fmt.Sprintf("queued download of %s/%s", r.Project, r.Cloud)
 		rp.text("frame", &r.Frame)

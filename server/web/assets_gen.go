@@ -2,21 +2,24 @@
 
 package web
 
-const assetsVersion = "35a3df95f087adb6"
+const assetsVersion = "d5ac604f3bb3bf5c"
 
 var assetTable = []packedFile{
-	{name: "app.css", size: 17252, gzipSize: 4430, sum: "ee265b1827b4114c21b520d4"},
+	{name: "app.css", size: 20801, gzipSize: 5136, sum: "3579674166531d4c1ed1a1fa"},
 	{name: "icon.svg", size: 304, gzipSize: 232, sum: "ed1a766721100dcc5e2663c3"},
 	{name: "js/admin.js", size: 10674, gzipSize: 3660, sum: "6376e756a3dcfdda3bcd7298"},
+	{name: "js/alerts.js", size: 6790, gzipSize: 2604, sum: "1307f34406fec91c50d55c4f"},
 	{name: "js/api.js", size: 4668, gzipSize: 1826, sum: "d93475210f2c8dd348b5017a"},
 	{name: "js/auth.js", size: 6763, gzipSize: 2048, sum: "5ce6a7268630c9b8cfb79b8e"},
+	{name: "js/charts.js", size: 5999, gzipSize: 2284, sum: "73742c4f1faba5fb36365bbd"},
 	{name: "js/company.js", size: 2171, gzipSize: 972, sum: "8a85fe2736f3394747b503f3"},
 	{name: "js/exports.js", size: 2952, gzipSize: 1348, sum: "510c1ae0f928239bbb55761b"},
-	{name: "js/garden.js", size: 15943, gzipSize: 5137, sum: "6d77ab4ef316f73670f0f459"},
+	{name: "js/garden.js", size: 16602, gzipSize: 5345, sum: "a082311112227c45b2069201"},
 	{name: "js/gardendata.js", size: 2020, gzipSize: 963, sum: "2f008e6dd2aa992a100da09b"},
 	{name: "js/geo.js", size: 2074, gzipSize: 965, sum: "3001268f4f1d5fa93200ff3b"},
 	{name: "js/health.js", size: 4812, gzipSize: 1894, sum: "24259f928fb3f9f1b8dd5fd3"},
-	{name: "js/home.js", size: 3843, gzipSize: 1487, sum: "0228c43ad2eac0192d2e4417"},
+	{name: "js/history.js", size: 11433, gzipSize: 3981, sum: "cbf5d977f8e6c396293b24a7"},
+	{name: "js/home.js", size: 4131, gzipSize: 1590, sum: "fa0b1869d5186f654be8b8a3"},
 	{name: "js/images.js", size: 1825, gzipSize: 877, sum: "67e918e9c34033afe142a044"},
 	{name: "js/logbook.js", size: 11487, gzipSize: 4097, sum: "fbe45697b3bce208f85aed21"},
 	{name: "js/main.js", size: 3937, gzipSize: 1517, sum: "69fb0021d0b9ed03e4cd1f5b"},

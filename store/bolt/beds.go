@@ -224,5 +224,8 @@ func deleteBed(tx *bbolt.Tx, b store.Bed, r *store.Removed) error {
 		return err
 	}
 	r.BedUUIDs = append(r.BedUUIDs, b.UUID)
+	if err := deleteBedHistory(tx, b.ID); err != nil {
+		return err
+	}
 	return tx.Bucket(bucketBeds).Delete(itob(b.ID))
 }

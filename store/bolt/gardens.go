@@ -174,6 +174,9 @@ func deleteGarden(tx *bbolt.Tx, g store.Garden, r *store.Removed) error {
 	if err := tx.Bucket(bucketGardenCoords).Delete(itob(g.ID)); err != nil {
 		return err
 	}
+	if err := tx.Bucket(bucketGuidance).Delete(itob(g.ID)); err != nil {
+		return err
+	}
 	if err := tx.Bucket(bucketCompanyGardens).Delete(pairKey(g.Company, g.ID)); err != nil {
 		return err
 	}

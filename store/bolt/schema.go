@@ -46,6 +46,16 @@ var (
 	bucketLogPhotos    = []byte("log_photos")     // logID|photoID → nil
 	bucketPlantIDs     = []byte("plant_ids")      // project|0|name → id
 	bucketPlantIDNames = []byte("plant_id_names") // project|0|id → name
+
+	// History, alerts and guidance (history.go, alerts.go).
+	bucketHistorySeries = []byte("history_series") // bedID|plant → seriesRecord ("" for the bed)
+	bucketHistoryPoints = []byte("history_points") // seriesID|day → chunk (store.EncodeChunk)
+	bucketAlerts        = []byte("alerts")         // id → alertRecord
+	bucketAlertsOpen    = []byte("alerts_open")    // bedID|plant|0|kind → id, open alerts
+	bucketGardenAlerts  = []byte("garden_alerts")  // gardenID|0|id (open), gardenID|1|^closed|id → nil
+	bucketBedAlerts     = []byte("bed_alerts")     // bedID|id → nil
+	bucketGuidance      = []byte("guidance")       // gardenID → store.Guidance
+	bucketLeases        = []byte("leases")         // name → leaseRecord
 )
 
 // allBuckets are created on open; a feature adds its buckets here.
@@ -57,6 +67,8 @@ var allBuckets = [][]byte{
 	bucketPositions, bucketCloudJobs,
 	bucketImportMap,
 	bucketLogs, bucketLogIndex, bucketTasks, bucketPhotos, bucketLogPhotos, bucketPlantIDs, bucketPlantIDNames,
+	bucketHistorySeries, bucketHistoryPoints, bucketAlerts, bucketAlertsOpen, bucketGardenAlerts, bucketBedAlerts,
+	bucketGuidance, bucketLeases,
 }
 
 var keySchemaVersion = []byte("schema_version")
@@ -72,6 +84,9 @@ var migrations = []func(tx *bbolt.Tx) error{
 	reindexUsernameLooks,
 	// 3 → 4: the logbook's buckets (created on open); the version keeps a gardend
 	// that does not know them from opening the file and orphaning their records.
+	func(*bbolt.Tx) error { return nil },
+	// 4 → 5: history, alerts, guidance and leases (buckets created on open), kept
+	// from a gardend that does not know them in the same way.
 	func(*bbolt.Tx) error { return nil },
 }
 

@@ -101,6 +101,15 @@ func Run(t *testing.T, h Harness) {
 		{"LogClientKeysTogether", testLogClientKeysTogether},
 		{"PhotoClientKeys", testPhotoClientKeys},
 		{"PlantIDs", testPlantIDs},
+		{"HistoryRecordsEachMeasurementOnce", testHistoryRecordsEachMeasurementOnce},
+		{"HistoryReadOnceAcrossNodes", testHistoryReadOnceAcrossNodes},
+		{"HistoryRetention", testHistoryRetention},
+		{"AlertsFollowMeasurements", testAlertsFollowMeasurements},
+		{"AlertTask", testAlertTask},
+		{"Guidance", testGuidance},
+		{"Leases", testLeases},
+		{"HistoryArchive", testHistoryArchive},
+		{"ArchiveFormat3", testArchiveFormat3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
