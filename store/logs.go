@@ -94,6 +94,12 @@ func ValidClientKey(key string) error {
 	return nil
 }
 
+// PhotoKeyOfAnother refuses an idempotency key another user added a photo of the
+// log with: a retry answers the caller's own photo, never someone else's.
+func PhotoKeyOfAnother() error {
+	return Invalid("Idempotency-Key", "another user added a photo to this log with this Idempotency-Key; send a key of your own (a new UUID)")
+}
+
 // Limits of a log's fields.
 const (
 	MaxLogTitle = 200

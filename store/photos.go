@@ -147,7 +147,8 @@ type LogStore interface {
 	// AddPhotoOnce is AddPhoto with an idempotency key (ValidClientKey), kept as the
 	// photo's ClientKey: when the log has a photo of that key, it is returned with
 	// added false and nothing is written (authorize and the budget are not checked
-	// again; the caller removes the content it stored for p).
+	// again; the caller removes the content it stored for p). A key another uploader
+	// used on the log is refused (PhotoKeyOfAnother).
 	AddPhotoOnce(gardenID, logID uint64, key string, p Photo, budget int64, authorize func(Log) error) (ph Photo, added bool, err error)
 	// Photo returns a photo of a log of the garden.
 	Photo(gardenID, logID, photoID uint64) (Photo, error)

@@ -64,6 +64,9 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 					return err
 				}
 				if q.ClientKey == p.ClientKey {
+					if q.Uploader != p.Uploader {
+						return store.PhotoKeyOfAnother()
+					}
 					earlier = &q
 					return nil
 				}

@@ -65,6 +65,9 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 		if p.ClientKey != "" {
 			q, err := scanPhoto(tx.QueryRow(ctx, `SELECT `+photoColumns+` FROM photos WHERE log_id = $1 AND client_key = $2`, logID, p.ClientKey))
 			if err == nil {
+				if q.Uploader != p.Uploader {
+					return store.PhotoKeyOfAnother()
+				}
 				earlier = &q
 				return nil
 			}
