@@ -308,11 +308,11 @@ func ValidateLog(l Log, now time.Time) error {
 		v.Add("type", fmt.Sprintf("type %q is not a log type; use observation, activity, harvest or task", l.Type))
 	}
 	switch n := utf8.RuneCountInString(l.Title); {
-	case n == 0:
+	case Blank(l.Title):
 		v.Add("title", "title is required and must not be blank")
 	case n > MaxLogTitle:
 		v.Add("title", fmt.Sprintf("title must be at most %d characters (it has %d)", MaxLogTitle, n))
-	case strings.IndexFunc(l.Title, unicode.IsControl) >= 0:
+	case !oneLine(l.Title):
 		v.Add("title", "title must be one line without control characters")
 	}
 	if n := utf8.RuneCountInString(l.Notes); n > MaxLogNotes {
@@ -341,10 +341,12 @@ func ValidateLog(l Log, now time.Time) error {
 		switch n := utf8.RuneCountInString(q.Unit); {
 		case n == 0:
 			v.Add("quantity.unit", "quantity.unit is required: kg, g, pieces, l …")
+		case Blank(q.Unit):
+			v.Add("quantity.unit", "quantity.unit must not be blank: kg, g, pieces, l …")
 		case n > MaxLogUnit:
 			v.Add("quantity.unit", fmt.Sprintf("quantity.unit must be 1 to %d characters", MaxLogUnit))
-		case strings.IndexFunc(q.Unit, unicode.IsControl) >= 0:
-			v.Add("quantity.unit", "quantity.unit must not contain control characters")
+		case !oneLine(q.Unit):
+			v.Add("quantity.unit", "quantity.unit must be one line without control characters")
 		}
 		if math.IsNaN(q.Value) || math.IsInf(q.Value, 0) || q.Value < 0 || q.Value > 1e15 {
 			v.Add("quantity.value", "quantity.value must be a number from 0 to 10^15")
