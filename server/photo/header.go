@@ -403,6 +403,11 @@ func pngHeader(br *bufio.Reader) (Header, error) {
 		if typ == "IDAT" || typ == "IEND" {
 			return h, nil
 		}
+		if typ == "IHDR" && n != 13 {
+			// Checked before its bytes are skipped: a huge one would leave the picture
+			// without a size, and the check with nothing to weigh.
+			return h, fmt.Errorf("%w: a PNG header chunk of %d bytes", ErrBadPhoto, n)
+		}
 		if n > 1<<20 {
 			if _, err := br.Discard(int(n) + 4); err != nil {
 				return h, bad(err)
@@ -418,9 +423,6 @@ func pngHeader(br *bufio.Reader) (Header, error) {
 		}
 		switch typ {
 		case "IHDR":
-			if n != 13 {
-				return h, fmt.Errorf("%w: a PNG header chunk of %d bytes", ErrBadPhoto, n)
-			}
 			h.Width, h.Height = int(binary.BigEndian.Uint32(data[0:4])), int(binary.BigEndian.Uint32(data[4:8]))
 			if h.Width <= 0 || h.Height <= 0 || h.Width > 1<<24 || h.Height > 1<<24 {
 				return h, fmt.Errorf("%w: the PNG is %d×%d pixels", ErrBadPhoto, h.Width, h.Height)

@@ -95,6 +95,27 @@ func TestHiddenFrameHeader(t *testing.T) {
 	}
 }
 
+// TestHugePNGHeaderChunk: an IHDR longer than the chunks the walk reads was
+// skipped whole, and the check passed a picture of no size (0×0, nothing to
+// decode) on to the decoder.
+func TestHugePNGHeaderChunk(t *testing.T) {
+	ihdr := make([]byte, 13+2<<20)
+	binary.BigEndian.PutUint32(ihdr, 20000)
+	binary.BigEndian.PutUint32(ihdr[4:], 20000)
+	ihdr[8], ihdr[9] = 8, 6
+	var c bytes.Buffer
+	c.WriteString("\x89PNG\r\n\x1a\n")
+	binary.Write(&c, binary.BigEndian, uint32(len(ihdr)))
+	c.WriteString("IHDR")
+	c.Write(ihdr)
+	binary.Write(&c, binary.BigEndian, crc32.ChecksumIEEE(append([]byte("IHDR"), ihdr...)))
+	c.Write([]byte{0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82})
+	h, err := photo.ReadHeader(bytes.NewReader(c.Bytes()))
+	if !errors.Is(err, photo.ErrBadPhoto) || !strings.Contains(err.Error(), "header chunk") {
+		t.Fatalf("header %+v, %v; want a damaged PNG", h, err)
+	}
+}
+
 // TestDecodeRefusesAnotherSize: given a header that says less than the file holds,
 // Process refuses before the decoder allocates the picture.
 func TestDecodeRefusesAnotherSize(t *testing.T) {
