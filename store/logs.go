@@ -111,6 +111,11 @@ const (
 	// without limit.
 	MaxLogPage     = 200
 	DefaultLogPage = 50
+	// MaxLogPageText bounds the text (titles and notes, in bytes) of a page of logs
+	// and of the pending tasks: a page ends early, with its cursor, once it holds
+	// this much. 200 logs of 20,000 characters each are 16 MB of text, and answering
+	// them took 120 MiB of heap; ordinary pages never come near it.
+	MaxLogPageText = 2 << 20
 	// MaxQueryWords bounds the words of a search.
 	MaxQueryWords = 8
 	// maxWordLen: longer "words" (hashes, pasted junk) are not indexed or searched.
@@ -159,9 +164,13 @@ type LogFilter struct {
 	Words []string
 	// After continues a listing after that log (LogPage.Next).
 	After *LogCursor
-	// Limit is the page's size: DefaultLogPage when 0, at most MaxLogPage.
+	// Limit is the page's size: DefaultLogPage when 0, at most MaxLogPage; a page of
+	// long logs ends before, at MaxLogPageText.
 	Limit int
 }
+
+// TextSize is what a log's text counts against MaxLogPageText.
+func (l Log) TextSize() int { return len(l.Title) + len(l.Notes) }
 
 // PageSize is the filter's page size.
 func (f LogFilter) PageSize() int {

@@ -136,7 +136,7 @@ type LogStore interface {
 	ListLogs(gardenID uint64, f LogFilter) (LogPage, error)
 	// PendingTasks returns the pending tasks assigned to the user, soonest due first
 	// (then lowest id), in the gardens of visible (every garden when nil), at most
-	// MaxTasks.
+	// MaxTasks, and no more once they hold MaxLogPageText.
 	PendingTasks(assigneeID uint64, visible map[uint64]bool) ([]Log, error)
 
 	// AddPhoto records a photo of a log of the garden whose content is stored

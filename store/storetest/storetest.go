@@ -96,6 +96,7 @@ func Run(t *testing.T, h Harness) {
 		{"LogsList", testLogsList},
 		{"LogsListMatchesModel", testLogsListMatchesModel},
 		{"PendingTasks", testPendingTasks},
+		{"LogPageText", testLogPageText},
 		{"LogPhotos", testLogPhotos},
 		{"LogClientKeys", testLogClientKeys},
 		{"LogClientKeysTogether", testLogClientKeysTogether},
