@@ -102,6 +102,15 @@ func ValidPhotoPath(path string) bool {
 // server answers 507.
 var ErrStorageFull = errors.New("the storage for photos is full")
 
+// MaxLogPhotos bounds the photos of one log: a log and every listing page that
+// shows it carry their ids, and a field note has a few.
+const MaxLogPhotos = 100
+
+// LogPhotosFull is the refusal of a photo beyond MaxLogPhotos.
+func LogPhotosFull(logID uint64) error {
+	return Invalid("photo", fmt.Sprintf("log %d has %d photos, the most a log may hold; delete one, or add the photo to a new log", logID, MaxLogPhotos))
+}
+
 // PhotoStorageFull is the refusal of a photo past the budget.
 func PhotoStorageFull(used, adding, budget int64) error {
 	return fmt.Errorf("%w: photos take %d of %d bytes and this one needs %d more; delete old photos or raise --photo-max-bytes", ErrStorageFull, used, budget, adding)
@@ -140,8 +149,9 @@ type LogStore interface {
 	PendingTasks(assigneeID uint64, visible map[uint64]bool) ([]Log, error)
 
 	// AddPhoto records a photo of a log of the garden whose content is stored
-	// already, if authorize allows it for the log and the photos would stay within
-	// budget bytes (0: no budget; else ErrStorageFull). ID, Log, Garden and Created
+	// already, if authorize allows it for the log, the log has fewer than
+	// MaxLogPhotos (else LogPhotosFull) and the photos would stay within budget
+	// bytes (0: no budget; else ErrStorageFull). ID, Log, Garden and Created
 	// are set here.
 	AddPhoto(gardenID, logID uint64, p Photo, budget int64, authorize func(Log) error) (Photo, error)
 	// AddPhotoOnce is AddPhoto with an idempotency key (ValidClientKey), kept as the

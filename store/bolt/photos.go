@@ -81,6 +81,9 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 				return err
 			}
 		}
+		if len(idsUnder(tx.Bucket(bucketLogPhotos), itob(logID))) >= store.MaxLogPhotos {
+			return store.LogPhotosFull(logID)
+		}
 		if used := int64(photoBytes(tx)); budget > 0 && used+p.Bytes() > budget {
 			return store.PhotoStorageFull(used, p.Bytes(), budget)
 		}

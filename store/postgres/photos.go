@@ -80,6 +80,10 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 				return err
 			}
 		}
+		// The log's row lock orders the photos added to it: the count holds.
+		if len(l.Photos) >= store.MaxLogPhotos {
+			return store.LogPhotosFull(logID)
+		}
 		if budget > 0 {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, photoBudgetLock); err != nil {
 				return err

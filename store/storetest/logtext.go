@@ -71,3 +71,47 @@ func equalIDs(a, b []uint64) bool {
 	}
 	return true
 }
+
+// testLogPhotosBounded: a log holds at most MaxLogPhotos photos; the next is
+// refused naming the photo, a replay of a key it holds still answers, and a
+// deleted photo makes room. Any author could add photos to their log without end,
+// and every page listing it carried all their ids.
+func testLogPhotosBounded(t *testing.T, h Harness) {
+	lb := newLogbook(t, h)
+	l := lb.create(t, lb.reader, patch(store.LogObservation, "Blight"))
+	var first store.Photo
+	for i := range store.MaxLogPhotos {
+		var (
+			ph  store.Photo
+			err error
+		)
+		if i == 0 {
+			ph, _, err = lb.st.AddPhotoOnce(lb.garden.ID, l.ID, "k-0", photo(i), 0, nil)
+		} else {
+			ph, err = lb.st.AddPhoto(lb.garden.ID, l.ID, photo(i), 0, nil)
+		}
+		if err != nil {
+			t.Fatalf("photo %d: %v", i, err)
+		}
+		if i == 0 {
+			first = ph
+		}
+	}
+	_, err := lb.st.AddPhoto(lb.garden.ID, l.ID, photo(store.MaxLogPhotos), 0, nil)
+	wantField(t, err, "photo", "the most a log may hold")
+	_, _, err = lb.st.AddPhotoOnce(lb.garden.ID, l.ID, "k-new", photo(store.MaxLogPhotos), 0, nil)
+	wantField(t, err, "photo", "the most a log may hold")
+	if again, added, err := lb.st.AddPhotoOnce(lb.garden.ID, l.ID, "k-0", photo(store.MaxLogPhotos), 0, nil); err != nil || added || again.ID != first.ID {
+		t.Fatalf("a replay at the bound: %+v, %v, %v", again, added, err)
+	}
+	if _, err := lb.st.DeletePhoto(lb.garden.ID, l.ID, first.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lb.st.AddPhoto(lb.garden.ID, l.ID, photo(store.MaxLogPhotos), 0, nil); err != nil {
+		t.Fatalf("after a delete: %v", err)
+	}
+	got, err := lb.st.Log(lb.garden.ID, l.ID)
+	if err != nil || len(got.Photos) != store.MaxLogPhotos {
+		t.Fatalf("the log holds %d photos (%v)", len(got.Photos), err)
+	}
+}

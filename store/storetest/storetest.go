@@ -97,6 +97,7 @@ func Run(t *testing.T, h Harness) {
 		{"LogsListMatchesModel", testLogsListMatchesModel},
 		{"PendingTasks", testPendingTasks},
 		{"LogPageText", testLogPageText},
+		{"LogPhotosBounded", testLogPhotosBounded},
 		{"LogPhotos", testLogPhotos},
 		{"LogClientKeys", testLogClientKeys},
 		{"LogClientKeysTogether", testLogClientKeysTogether},
