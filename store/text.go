@@ -32,6 +32,28 @@ func textProblem(v string) string {
 	return ""
 }
 
+// Blank reports whether v shows nothing: it holds only white space, format
+// characters (Unicode Cf: zero-width spaces and joiners, direction marks, U+FEFF)
+// and the fillers that render as nothing (Hangul fillers, the blank Braille cell).
+// strings.TrimSpace leaves "\u200b" or "\u3164" standing: a title nobody can see.
+func Blank(v string) bool {
+	for _, r := range v {
+		switch {
+		case unicode.IsSpace(r), unicode.Is(unicode.Cf, r):
+		case r == '\u115F', r == '\u1160', r == '\u3164', r == '\uFFA0', r == '\u2800':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// oneLine reports whether v has no control character and no line or paragraph
+// separator (U+2028, U+2029), which break a line as a newline does.
+func oneLine(v string) bool {
+	return strings.IndexFunc(v, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) < 0
+}
+
 // CleanText reports whether v is fit to store as text (see textProblem).
 func CleanText(v string) bool { return textProblem(v) == "" }
 

@@ -65,6 +65,9 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 		if p.ClientKey != "" {
 			q, err := scanPhoto(tx.QueryRow(ctx, `SELECT `+photoColumns+` FROM photos WHERE log_id = $1 AND client_key = $2`, logID, p.ClientKey))
 			if err == nil {
+				if q.Uploader != p.Uploader {
+					return store.PhotoKeyOfAnother()
+				}
 				earlier = &q
 				return nil
 			}
@@ -76,6 +79,10 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 			if err := authorize(l); err != nil {
 				return err
 			}
+		}
+		// The log's row lock orders the photos added to it: the count holds.
+		if len(l.Photos) >= store.MaxLogPhotos {
+			return store.LogPhotosFull(logID)
 		}
 		if budget > 0 {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, photoBudgetLock); err != nil {

@@ -96,6 +96,8 @@ func Run(t *testing.T, h Harness) {
 		{"LogsList", testLogsList},
 		{"LogsListMatchesModel", testLogsListMatchesModel},
 		{"PendingTasks", testPendingTasks},
+		{"LogPageText", testLogPageText},
+		{"LogPhotosBounded", testLogPhotosBounded},
 		{"LogPhotos", testLogPhotos},
 		{"LogClientKeys", testLogClientKeys},
 		{"LogClientKeysTogether", testLogClientKeysTogether},
