@@ -87,7 +87,7 @@ func Photo(w, h int, seed uint64) *image.NRGBA {
 			n := byte(rng.IntN(24))
 			r := byte(x*255/max(1, w-1)) ^ n
 			g := byte(y*255/max(1, h-1)) + n
-			b := byte((x+y)*7) ^ byte(rng.IntN(256))
+			b := byte((x+y)/3) ^ byte(rng.IntN(16))
 			a := byte(255)
 			switch d := min(x, y, w-1-x, h-1-y); {
 			case d < 2:
