@@ -62,6 +62,9 @@ func (s *Server) handleUploadImage(w http.ResponseWriter, r *http.Request) {
 	}
 	defer up.Abort() // a no-op once committed
 	width, height, err := up.Finish()
+	if err == nil {
+		err = s.checkImageSize(width, height)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -160,6 +163,9 @@ func (w uploadWriter) Write(p []byte) (int, error) {
 // garden's image with coords.
 func (s *Server) replaceGardenImage(ctx context.Context, gardenID uint64, data []byte, coords store.Coordinates) (imageUploaded, error) {
 	width, height, err := imagestore.CheckPNG(data)
+	if err == nil {
+		err = s.checkImageSize(width, height)
+	}
 	if err != nil {
 		return imageUploaded{}, err
 	}
@@ -187,6 +193,7 @@ func (s *Server) setGardenImage(ctx context.Context, gardenID uint64, rel string
 	if old != "" {
 		s.afterRemove(ctx, store.Removed{ImagePaths: []string{old}})
 	}
+	s.tiles.Want(rel) // the uploader looks at it next
 	return nil
 }
 

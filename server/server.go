@@ -20,6 +20,7 @@ import (
 	"github.com/gardend/gardend/imagestore"
 	"github.com/gardend/gardend/server/metrics"
 	"github.com/gardend/gardend/server/pointcloud"
+	"github.com/gardend/gardend/server/tiles"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
 )
@@ -45,6 +46,9 @@ type Config struct {
 	// MaxBodyBytes limits JSON bodies; MaxImageBytes the image upload body.
 	MaxBodyBytes  int64
 	MaxImageBytes int64
+	// MaxImagePixels refuses uploads of pictures with more pixels, from their header
+	// (400); 0 takes DefaultMaxImagePixels.
+	MaxImagePixels int64
 	// TrustProxy honours X-Forwarded-Proto/Host when building absolute URLs, and the
 	// last X-Forwarded-For entry as the client address (login limits).
 	TrustProxy bool
@@ -69,6 +73,9 @@ type Config struct {
 	Spatial spatial.ClientConfig
 	// Clouds tunes the background point-cloud downloads.
 	Clouds pointcloud.Config
+	// Tiles tunes the pictures' tile pyramids (imagetiles.go); its MaxPixels is
+	// MaxImagePixels.
+	Tiles tiles.Config
 	// SignedURLTTL is how long the signed URLs of the 3D scene work; default
 	// DefaultSignedURLTTL.
 	SignedURLTTL time.Duration
@@ -130,6 +137,9 @@ const (
 	DefaultTokenTTL      = 10 * time.Hour
 	DefaultMaxBodyBytes  = 1 << 20
 	DefaultMaxImageBytes = 64 << 20
+	// DefaultMaxImagePixels: a 20,000 × 20,000 orthophoto; tiling memory follows the
+	// width, not this.
+	DefaultMaxImagePixels = 400_000_000
 	// DefaultMaxBedsPerGarden: far above a farm's beds (the seed has 6), far below the
 	// thousands of made-up beds that let one tenant slow every other's listings.
 	DefaultMaxBedsPerGarden = 500
@@ -154,6 +164,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxImageBytes <= 0 {
 		c.MaxImageBytes = DefaultMaxImageBytes
+	}
+	if c.MaxImagePixels <= 0 {
+		c.MaxImagePixels = DefaultMaxImagePixels
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
@@ -229,6 +242,8 @@ type Server struct {
 	clouds     *pointcloud.Pool
 	cloudFiles *pointcloud.Files
 	demo       *demoSpatial
+	// tiles builds and keeps the pictures' tile pyramids.
+	tiles *tiles.Manager
 	// signer signs the URLs of kept point clouds.
 	signer urlSigner
 	// demoGarden is the demo garden's path, set by Run before Ready.
@@ -328,6 +343,9 @@ func newServer(cfg Config) (*Server, error) {
 	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
 	}
+	if s.tiles, err = s.openTiles(); err != nil {
+		return nil, err
+	}
 	s.cfg.Spatial.ObserveCall = m.ObserveSpatialCall
 	if err := s.openSpatial(); err != nil {
 		s.closeSpatial()
@@ -353,6 +371,9 @@ func (s *Server) Passwords() *store.Passwords { return s.pw }
 // Images is the directory uploads stream into (with a one-node backend the image
 // directory itself), for tests that inject faults into it.
 func (s *Server) Images() *imagestore.Store { return s.uploads }
+
+// Tiles is the tile manager, for tests that run or stop its builds.
+func (s *Server) Tiles() *tiles.Manager { return s.tiles }
 
 // Ready is closed once Run listens; Addr is valid after that.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
@@ -404,6 +425,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.clouds != nil {
 		bg.Go(func() { s.clouds.Run(ctx) })
 	}
+	bg.Go(func() { s.tiles.Run(ctx) })
 	if s.spatial != nil {
 		bg.Go(func() { s.probeSpatial(ctx) })
 	}
@@ -478,6 +500,7 @@ func (s *Server) sweepTokens(ctx context.Context) {
 			}
 			if s.shared != nil {
 				s.sweepSharedImages(ctx)
+				s.sweepTiles(false)
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gardend/gardend/imagestore/internal/pngtest"
+	"github.com/gardend/gardend/imagestore/pngtest"
 	"github.com/gardend/gardend/imagestore/pngstream"
 )
 

@@ -5,7 +5,7 @@ import (
 	"image/png"
 	"testing"
 
-	"github.com/gardend/gardend/imagestore/internal/pngtest"
+	"github.com/gardend/gardend/imagestore/pngtest"
 )
 
 // FuzzDecoder holds the stream decoder to image/png: for any bytes, both refuse them

@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gardend/gardend/imagestore/internal/pngtest"
+	"github.com/gardend/gardend/imagestore/pngtest"
 	"github.com/gardend/gardend/imagestore/pyramid"
 )
 

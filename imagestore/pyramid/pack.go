@@ -28,6 +28,11 @@ const (
 	maxPackSide = 1 << 20
 )
 
+// Version changes whenever Build's output would for the same picture (the pack
+// format, the encoders' settings, the sizes): URLs and ETags carry it, so that
+// browsers never keep an old tile under a new name.
+const Version = 1
+
 // Format is how an image in a pack is encoded.
 type Format uint8
 

@@ -1,7 +1,8 @@
-// Package pngtest writes PNGs of every kind the PNG spec allows, for tests: each bit
+// Package pngtest writes PNGs for tests: of every kind the PNG spec allows (each bit
 // depth of each colour type, tRNS, Adam7 interlacing, every filter type, pixel data
-// split over several IDAT chunks. image/png writes only some of them (no interlacing,
-// no grey below 8 bits, no tRNS but a palette's).
+// split over several IDAT chunks; image/png writes only some of them: no interlacing,
+// no grey below 8 bits, no tRNS but a palette's), and photo-like pictures of any size
+// streamed row by row (WriteRows, Field).
 package pngtest
 
 import (
