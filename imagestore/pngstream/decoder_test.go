@@ -10,8 +10,8 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gardend/gardend/imagestore/pngtest"
 	"github.com/gardend/gardend/imagestore/pngstream"
+	"github.com/gardend/gardend/imagestore/pngtest"
 )
 
 // decodeAll decodes b row by row into one picture.
