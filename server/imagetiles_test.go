@@ -23,7 +23,9 @@ import (
 
 	"github.com/gardend/gardend/imagestore/pngtest"
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/server/tiles"
+	"github.com/gardend/gardend/store/bolt"
 )
 
 // tileInfo is GET …/image/info.
@@ -479,5 +481,50 @@ func TestImageTilesCluster(t *testing.T) {
 	}
 	if names := dirNames(t, dirB); len(names) != 0 {
 		t.Fatalf("node b holds %v after its sweep", names)
+	}
+}
+
+// TestImageTilesRebuiltAfterRestore: backups leave tiles out (they are made again
+// from the pictures); a server on the restored directory builds them at start.
+func TestImageTilesRebuiltAfterRestore(t *testing.T) {
+	w := newImageWorld(t)
+	runTiles(t, w.ts.srv)
+	pic := pngtest.Encode(pngtest.Photo(300, 200, 5), pngtest.Kind{ColorType: pngtest.Palette, Depth: 4, TRNS: true}, pngtest.Options{})
+	w.upload(t, pic)
+	waitTiles(t, w.ts.srv)
+	if names := dirNames(t, filepath.Join(w.ts.cfg.DataDir, tiles.DirName)); len(names) != 1 {
+		t.Fatalf("tiles/ holds %v", names)
+	}
+	root := w.ts.siteAdmin("root")
+	archive := w.ts.must(http.StatusOK, "GET", "/admin/backup", root, nil).body
+	m, err := backup.Verify(bytes.NewReader(archive), backup.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range m.Entries {
+		if strings.HasPrefix(e.Path, tiles.DirName+"/") {
+			t.Fatalf("the backup holds %s", e.Path)
+		}
+	}
+	target := filepath.Join(t.TempDir(), "restored")
+	check := func(path string, _ *backup.Manifest) error {
+		st, err := bolt.Open(path, bolt.Options{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return st.Check()
+	}
+	if _, err := backup.Restore(bytes.NewReader(archive), target, backup.RestoreOptions{CheckDB: check}); err != nil {
+		t.Fatal(err)
+	}
+	restored := &imageWorld{ts: newTestServer(t, func(c *server.Config) { c.DataDir = target }), admin: w.admin, reader: w.reader, path: w.path}
+	if q, _ := restored.ts.srv.Tiles().Counts(); q != 1 {
+		t.Fatalf("%d pictures queued at the restored server's start, want 1", q)
+	}
+	runTiles(t, restored.ts.srv)
+	waitTiles(t, restored.ts.srv)
+	if in := restored.info(t); !in.Ready || *in.Version != digestVersion(pic) {
+		t.Fatalf("info after the restore: %+v", in)
 	}
 }

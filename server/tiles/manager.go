@@ -205,7 +205,8 @@ func (m *Manager) Get(p string) (*Pyramid, Status, error) {
 	return nil, Status{State: Queued}, nil
 }
 
-// jobStatus is the status of p's job, if it has one; m.mu held.
+// jobStatus is the status of p's job, if it has one, which is now wanted first;
+// m.mu held.
 func (m *Manager) jobStatus(p string) (Status, bool) {
 	j := m.jobs[p]
 	switch {
@@ -217,6 +218,9 @@ func (m *Manager) jobStatus(p string) (Status, bool) {
 		return Status{State: Failed, Err: j.lastErr}, true
 	case j.gaveUp:
 		j.gaveUp, j.attempts, j.urgent, j.due = false, 0, true, time.Time{}
+		m.notify()
+	case !j.urgent:
+		j.urgent = true // somebody waits for it now
 		m.notify()
 	}
 	return Status{State: Queued, Err: j.lastErr}, true
