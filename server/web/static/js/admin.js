@@ -2,7 +2,7 @@ import { get, post, del, paths } from './api.js';
 import { h, form, setTitle, confirmDialog, problemBox, announce } from './ui.js';
 import { sortableTable } from './table.js';
 import { GardenMap } from './map.js';
-import { gardenImage, forgetImage, naturalSize } from './images.js';
+import { gardenImage, naturalSize } from './images.js';
 import { permissionsPanel } from './perms.js';
 import { go } from './main.js';
 
@@ -32,7 +32,6 @@ export async function gardenAdmin(main, [c, g], signal) {
     if (!await confirmDialog(`Delete the garden “${gd.name}” with its beds, picture and permissions? This cannot be undone.`, 'Delete garden')) return;
     try {
       await del(base);
-      forgetImage(c, g);
       go(`#/c/${c}`);
     } catch (err) {
       box.replaceChildren(problemBox(err));
@@ -47,6 +46,7 @@ async function picturePanel(c, g, base, hasImage, signal, cleanup) {
   if (hasImage) current = await gardenImage(c, g, signal);
   const map = new GardenMap({ label: 'Picture placement preview', describe: () => h('span') });
   cleanup.push(() => map.destroy());
+  cleanup.push(() => current && URL.revokeObjectURL(current.url));
   let chosen = null; // {dataURL, url, width, height}
   let corners = current ? { ...current.corners } : null;
   const inputs = {};
@@ -79,7 +79,7 @@ async function picturePanel(c, g, base, hasImage, signal, cleanup) {
   function preview() {
     const img = chosen || current;
     if (!img || !corners || !cornerNames.every(([n]) => corners[n])) return;
-    map.setImage({ url: img.url, width: img.width, height: img.height, corners: { ...corners }, preview: !!chosen });
+    map.setImage({ url: img.url, width: img.width, height: img.height, tiles: chosen ? null : img.tiles, corners: { ...corners }, preview: !!chosen });
     map.editCorners((cs) => { corners = { ...cs }; fillInputs(); save.disabled = !chosen && !current; });
     save.disabled = false;
   }
@@ -122,7 +122,7 @@ async function picturePanel(c, g, base, hasImage, signal, cleanup) {
       if (!dataURL) dataURL = (await get(base + '/image', { signal })).image; // corners only
       const coordinates = cornerNames.map(([n]) => ({ name: n, latitude: corners[n].lat, longitude: corners[n].lon }));
       await post(base + '/image', { image: dataURL, coordinates });
-      forgetImage(c, g);
+      if (current) URL.revokeObjectURL(current.url);
       current = await gardenImage(c, g, signal);
       if (chosen) URL.revokeObjectURL(chosen.url);
       chosen = null;

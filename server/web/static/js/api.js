@@ -5,11 +5,12 @@
 const KEY = 'gardend.session';
 
 export class ApiError extends Error {
-  constructor(status, problem) {
+  constructor(status, problem, retryAfter) {
     super(problem.detail || problem.title || `The server answered ${status}.`);
     this.status = status;
     this.problem = problem;
     this.fields = problem.errors || {};
+    this.retryAfter = retryAfter; // seconds, from Retry-After (503), or undefined
   }
 }
 
@@ -41,8 +42,10 @@ export function clearSession() {
 let signedOut = () => {};
 export function onSignedOut(fn) { signedOut = fn; }
 
-// request sends one API call; raw returns the Response (streams, binary bodies).
-export async function request(method, path, { body, signal, raw } = {}) {
+// request sends one API call; raw returns the Response (streams, binary bodies);
+// cache is the fetch cache mode (no-store unless said: only images whose URLs name
+// their version are for the browser to keep).
+export async function request(method, path, { body, signal, raw, cache } = {}) {
   const headers = { Accept: 'application/json' };
   const s = session();
   if (s) headers.Authorization = 'Token ' + s.token;
@@ -50,7 +53,7 @@ export async function request(method, path, { body, signal, raw } = {}) {
   let res;
   try {
     res = await fetch(path, {
-      method, headers, signal, cache: 'no-store', credentials: 'omit',
+      method, headers, signal, cache: cache || 'no-store', credentials: 'omit',
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (err) {
@@ -65,7 +68,8 @@ export async function request(method, path, { body, signal, raw } = {}) {
       clearSession();
       signedOut('Your session has ended. Please log in again.');
     }
-    throw new ApiError(res.status, problem);
+    const retry = Number(res.headers.get('Retry-After'));
+    throw new ApiError(res.status, problem, retry > 0 ? retry : undefined);
   }
   if (raw) return res;
   const text = await res.text();

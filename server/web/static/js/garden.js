@@ -2,7 +2,7 @@ import { get, readLines, paths } from './api.js';
 import { h, clear, setTitle, problemBox, announce, fmt, levelOf, healthText, legend, worstLevel } from './ui.js';
 import { sortableTable } from './table.js';
 import { GardenMap } from './map.js';
-import { gardenImage } from './images.js';
+import { gardenImage, whenTiled } from './images.js';
 import { mean } from './geo.js';
 import { panels, loadLayout, saveLayout } from './widgets.js';
 
@@ -86,13 +86,18 @@ export async function garden(main, [c, g, bedParam], signal) {
     h('div', { class: 'garden-layout' }, h('div', { class: 'col-map' }, mapPanel, legendPanel), h('div', { class: 'col-side' }, bedsPanel, plantsPanel)));
   applyPanels();
 
-  // The picture.
-  (gd.image_path ? gardenImage(c, g, signal) : Promise.resolve(null)).then((img) => {
-    if (signal.aborted) return;
+  // The picture: its preview at once (the whole picture while its tiles are being
+  // built, then the preview and tiles).
+  const showPicture = (img) => {
+    if (signal.aborted) { if (img) URL.revokeObjectURL(img.url); return; }
     if (img) map.setImage({ ...img, corners: { ...img.corners } });
     else mapNote.replaceChildren(h('p', { class: 'hint' }, 'This garden has no picture yet. ', admin ? h('a', { href: `#/c/${c}/g/${g}/admin` }, 'Upload one') : 'An admin can upload one.'));
     map.el.dataset.image = img ? 'shown' : 'none';
-  }, (err) => { if (!signal.aborted) mapNote.replaceChildren(problemBox(err, 'The garden picture')); });
+    performance.mark('gardend:picture-shown');
+    if (img && !img.tiles && img.info.state !== 'failed') whenTiled(c, g, signal).then((tiled) => { if (tiled) showPicture(tiled); }, () => {});
+  };
+  (gd.image_path ? gardenImage(c, g, signal) : Promise.resolve(null)).then(showPicture,
+    (err) => { if (!signal.aborted) mapNote.replaceChildren(problemBox(err, 'The garden picture')); });
 
   // The beds stream, and each bed's plants as soon as its line is in.
   const started = performance.now();
