@@ -115,10 +115,19 @@ func writeChunk(w io.Writer, typ string, data []byte) error {
 }
 
 // Field is a row function for WriteRows (RGB) that draws something like a drone
-// picture of a field: soil and green crop rows across gentle undulation, with grain
-// of amplitude noise (0 to 255) on one pixel in every. The grain decides the PNG's
-// size, as a real photo's does.
-func Field(width, height int, noise, every int, seed uint64) func(y int, px []byte) {
+// picture of a field: soil and green crop rows across gentle undulation, mottled by a
+// smooth texture of amplitude texture (0 to 255, varying over 8 pixels: detail that a
+// preview keeps), with grain of amplitude noise on one pixel in every. Grain and
+// texture decide the PNG's size and its tiles', as a real photo's do.
+func Field(width, height int, noise, every, texture int, seed uint64) func(y int, px []byte) {
+	const cell = 8
+	lattice := func(ix, iy int) float64 { // a value in [-1, 1] per lattice point
+		h := uint64(ix)*0x9e3779b97f4a7c15 ^ uint64(iy)*0xc2b2ae3d27d4eb4f ^ seed
+		h ^= h >> 29
+		h *= 0xbf58476d1ce4e5b9
+		h ^= h >> 32
+		return float64(h%2001)/1000 - 1
+	}
 	return func(y int, px []byte) {
 		state := seed ^ uint64(y+1)*0x9e3779b97f4a7c15
 		next := func() uint64 { // xorshift: each row on its own, deterministic
@@ -128,6 +137,7 @@ func Field(width, height int, noise, every int, seed uint64) func(y int, px []by
 			return state
 		}
 		fy := float64(y) / float64(height)
+		iy, ty := y/cell, float64(y%cell)/cell
 		for x := range width {
 			fx := float64(x) / float64(width)
 			hill := 0.5 + 0.25*math.Sin(6*fx+3*fy) + 0.15*math.Sin(17*fy-5*fx)
@@ -136,13 +146,20 @@ func Field(width, height int, noise, every int, seed uint64) func(y int, px []by
 			if crop {
 				r, g, b = 50+30*hill, 120+70*hill, 40+20*hill
 			}
+			t := 0.0
+			if texture > 0 {
+				ix, tx := x/cell, float64(x%cell)/cell
+				top := lattice(ix, iy)*(1-tx) + lattice(ix+1, iy)*tx
+				bottom := lattice(ix, iy+1)*(1-tx) + lattice(ix+1, iy+1)*tx
+				t = float64(texture) * (top*(1-ty) + bottom*ty)
+			}
 			n := 0
 			if r := next(); noise > 0 && (every <= 1 || r>>32%uint64(every) == 0) {
 				n = int(r%uint64(2*noise+1)) - noise
 			}
-			px[3*x] = clampByte(r + float64(n))
-			px[3*x+1] = clampByte(g + float64(n))
-			px[3*x+2] = clampByte(b + float64(n)/2)
+			px[3*x] = clampByte(r + t + float64(n))
+			px[3*x+1] = clampByte(g + t + float64(n))
+			px[3*x+2] = clampByte(b + t/2 + float64(n)/2)
 		}
 	}
 }

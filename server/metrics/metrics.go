@@ -29,6 +29,8 @@ type Sources struct {
 	// CloudQueue: point-cloud downloads pending and failed in the queue, and in
 	// progress now.
 	CloudQueue func() (pending, failed, inFlight int, err error)
+	// Tiles: garden pictures queued for tiling, and being tiled now.
+	Tiles func() (queued, building int)
 }
 
 // Metrics holds the registry and the instruments.
@@ -170,10 +172,11 @@ var (
 	descCollapsed = prometheus.NewDesc("gardend_spatial_calls_collapsed_total", "Spatial calls that joined an identical call in flight instead of being sent.", nil, nil)
 	descQueue     = prometheus.NewDesc("gardend_pointcloud_queue_jobs", "Point-cloud downloads in the queue, by state: pending (due or backing off), failed (out of attempts).", []string{"state"}, nil)
 	descInFlight  = prometheus.NewDesc("gardend_pointcloud_downloads_in_progress", "Point clouds being downloaded or processed now.", nil, nil)
+	descTiles     = prometheus.NewDesc("gardend_tile_queue_jobs", "Garden pictures whose thumbnail, preview and tiles are being built, by state: queued, building.", []string{"state"}, nil)
 )
 
 func (c sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHashing, descWaiting, descHits, descCollapsed, descQueue, descInFlight} {
+	for _, d := range []*prometheus.Desc{descHashing, descWaiting, descHits, descCollapsed, descQueue, descInFlight, descTiles} {
 		ch <- d
 	}
 }
@@ -191,6 +194,11 @@ func (c sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		hits, collapsed := src.SpatialCache()
 		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(hits))
 		ch <- prometheus.MustNewConstMetric(descCollapsed, prometheus.CounterValue, float64(collapsed))
+	}
+	if src.Tiles != nil {
+		queued, building := src.Tiles()
+		ch <- prometheus.MustNewConstMetric(descTiles, prometheus.GaugeValue, float64(queued), "queued")
+		ch <- prometheus.MustNewConstMetric(descTiles, prometheus.GaugeValue, float64(building), "building")
 	}
 	if src.CloudQueue != nil {
 		pending, failed, inFlight, err := src.CloudQueue()

@@ -20,6 +20,9 @@ const weeks = (s) => (typeof s === 'string' ? parseFloat(s) : null);
 // cloud is still downloading are fetched again until they land.
 export async function garden(main, [c, g, bedParam], signal) {
   const base = paths.garden(c, g);
+  // The picture is the largest download: it starts first.
+  const picture = gardenImage(c, g, signal);
+  picture.catch(() => {}); // handled below, once the page is laid out
   const [gd, co, role, layout] = await Promise.all([
     get(base, { signal }), get(paths.company(c), { signal }), get(base + '/role', { signal }), loadLayout(signal)]);
   setTitle(gd.name, co.name);
@@ -96,7 +99,7 @@ export async function garden(main, [c, g, bedParam], signal) {
     performance.mark('gardend:picture-shown');
     if (img && !img.tiles && img.info.state !== 'failed') whenTiled(c, g, signal).then((tiled) => { if (tiled) showPicture(tiled); }, () => {});
   };
-  (gd.image_path ? gardenImage(c, g, signal) : Promise.resolve(null)).then(showPicture,
+  picture.then(showPicture,
     (err) => { if (!signal.aborted) mapNote.replaceChildren(problemBox(err, 'The garden picture')); });
 
   // The beds stream, and each bed's plants as soon as its line is in.

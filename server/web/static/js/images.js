@@ -29,17 +29,28 @@ export async function imageURL(path, signal) {
 const versioned = (path, info) => (info.version ? `${path}?v=${encodeURIComponent(info.version)}` : path);
 
 // gardenImage is what a map draws first: the preview (until the tiles are built, the
-// whole picture) with the picture's size, corners and, once ready, its tiles.
+// whole picture) with the picture's size, corners and, once ready, its tiles; null
+// when the garden has no picture. Info and preview are asked for at once (one round
+// trip, not two); a preview of another version than info's (a new upload between the
+// two) is fetched again under info's.
 export async function gardenImage(c, g, signal) {
-  const info = await pictureInfo(c, g, signal);
+  const base = picture(c, g);
+  const [info, first] = await Promise.all([
+    pictureInfo(c, g, signal),
+    request('GET', base + '/preview', { signal, raw: true, cache: 'default' }).catch((err) => err),
+  ]);
   if (!info) return null;
-  const url = await imageURL(versioned(picture(c, g) + '/preview', info), signal);
+  let res = first;
+  if (!(res instanceof Response) || (info.version && !(res.headers.get('ETag') || '').includes(info.version))) {
+    res = await request('GET', versioned(base + '/preview', info), { signal, raw: true, cache: 'default' });
+  }
+  const url = URL.createObjectURL(await res.blob());
   return {
     url, ownUrl: true, width: info.width, height: info.height, info,
     corners: cornersOf(info.corners), coordinates: info.corners,
     tiles: info.ready ? {
       levels: info.levels, tileSize: info.tile_size, previewLevel: info.preview.level,
-      load: (z, x, y, sig) => imageURL(versioned(`${picture(c, g)}/tiles/${z}/${x}/${y}`, info), sig),
+      load: (z, x, y, sig) => imageURL(versioned(`${base}/tiles/${z}/${x}/${y}`, info), sig),
     } : null,
   };
 }
