@@ -31,6 +31,8 @@ func TestBackupMovesBetweenBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	garden := gardenImageThrough(t, base, gs[0].token, png)
+	// A log with a photo: its record, its picture and its thumbnail move along.
+	photo := logPhotoThrough(t, base, gs[0].token, garden, png)
 	stop()
 	// A bed and a kept point cloud of its project.
 	const project = "3fa85f64-5717-4562-b3fc-2c963f66afa6"
@@ -68,6 +70,7 @@ func TestBackupMovesBetweenBackends(t *testing.T) {
 	clusterBase := serveOn(t, node, dsn)
 	checkGardeners(t, clusterBase, gs)
 	checkImage(t, clusterBase, gs[0].token, garden, png)
+	checkPhoto(t, clusterBase, gs[0].token, photo)
 
 	// Back from the cluster, taken while it serves.
 	fromCluster := filepath.Join(t.TempDir(), "cluster.tar")
@@ -75,7 +78,7 @@ func TestBackupMovesBetweenBackends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "images/ 1 file") {
+	if !strings.Contains(out, "images/ 1 file") || !strings.Contains(out, "photos/ 2 files") {
 		t.Errorf("backup output %q: want the image content beside the records", out)
 	}
 	f, err := os.Open(fromCluster)
@@ -97,8 +100,56 @@ func TestBackupMovesBetweenBackends(t *testing.T) {
 	boxBase := serve(t, box2)
 	checkGardeners(t, boxBase, gs)
 	checkImage(t, boxBase, gs[0].token, garden, png)
+	checkPhoto(t, boxBase, gs[0].token, photo)
 	if _, err := os.Stat(filepath.Join(box2, ply)); err != nil {
 		t.Errorf("the point-cloud file did not come back: %v", err)
+	}
+}
+
+// storedPhoto is a log photo as first served: its path and the bytes of the
+// picture and its thumbnail.
+type storedPhoto struct {
+	path        string
+	full, thumb []byte
+}
+
+// logPhotoThrough records a log in the garden with png as its photo, and reads back
+// what was stored.
+func logPhotoThrough(t *testing.T, base, token, garden string, png []byte) storedPhoto {
+	t.Helper()
+	var l, p struct{ ID uint64 }
+	code, body := call(t, "POST", base+garden+"/logs", token, `{"type":"observation","title":"Roof from above"}`)
+	if code != http.StatusCreated || json.Unmarshal(body, &l) != nil {
+		t.Fatalf("log: %d %s", code, body)
+	}
+	req, err := http.NewRequest("POST", fmt.Sprintf("%s%s/logs/%d/photos", base, garden, l.ID), bytes.NewReader(png))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "image/png")
+	req.Header.Set("Authorization", "Token "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(&p); err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("photo: %d %v", res.StatusCode, err)
+	}
+	sp := storedPhoto{path: fmt.Sprintf("%s/logs/%d/photos/%d", garden, l.ID, p.ID)}
+	_, sp.full = call(t, "GET", base+sp.path, token, "")
+	_, sp.thumb = call(t, "GET", base+sp.path+"?size=thumb", token, "")
+	return sp
+}
+
+// checkPhoto compares a log photo and its thumbnail with what was first served.
+func checkPhoto(t *testing.T, base, token string, p storedPhoto) {
+	t.Helper()
+	if code, body := call(t, "GET", base+p.path, token, ""); code != http.StatusOK || !bytes.Equal(body, p.full) {
+		t.Errorf("photo: %d, %d bytes, want %d", code, len(body), len(p.full))
+	}
+	if code, body := call(t, "GET", base+p.path+"?size=thumb", token, ""); code != http.StatusOK || !bytes.Equal(body, p.thumb) {
+		t.Errorf("thumbnail: %d, %d bytes, want %d", code, len(body), len(p.thumb))
 	}
 }
 

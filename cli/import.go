@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -94,7 +93,7 @@ func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) (err erro
 	defer closeInto(&err, "the database", closeStore)
 
 	res, err := plantmap.Import(cmd.Context(), plantmap.Options{
-		Dump: dump, MediaDir: o.media, DryRun: o.dryRun, Store: st, Images: images, Progress: bar.draw,
+		Dump: dump, MediaDir: o.media, SpoolDir: spoolDir(o.global.dataDir), DryRun: o.dryRun, Store: st, Images: images, Progress: bar.draw,
 	})
 	bar.finish()
 	if res != nil {
@@ -115,6 +114,16 @@ func (o *importPlantMapOptions) run(cmd *cobra.Command, args []string) (err erro
 		return fmt.Errorf("import: %w", err)
 	}
 	return nil
+}
+
+// spoolDir is where the import's images wait for the write: the data directory, on
+// the disk they go to, when there is one (the system's temporary directory may be
+// memory).
+func spoolDir(dataDir string) string {
+	if st, err := os.Stat(dataDir); err == nil && st.IsDir() {
+		return dataDir
+	}
+	return ""
 }
 
 // openDump opens the dump file, or standard input for "-"; size is 0 when unknown.
@@ -197,8 +206,8 @@ type contentImages struct {
 	content store.ImageContent
 }
 
-func (c contentImages) Put(data []byte) (string, error) {
-	rel, _, err := c.content.PutImage(c.ctx, 0, bytes.NewReader(data))
+func (c contentImages) PutFrom(r io.Reader) (string, error) {
+	rel, _, err := c.content.PutImage(c.ctx, 0, r)
 	return rel, err
 }
 
@@ -295,6 +304,14 @@ func printImport(out io.Writer, res *plantmap.Result, dryRun bool) error {
 			parts = append(parts, fmt.Sprintf("%s %d", printable(m), res.SkippedModels[m]))
 		}
 		_, _ = fmt.Fprintf(w, "left out (not gardend's to keep): %s\n", strings.Join(parts, ", "))
+	}
+	if n := len(res.CostlyHashes); n > 0 {
+		names := make([]string, n)
+		for i, name := range res.CostlyHashes {
+			names[i] = printable(name)
+		}
+		_, _ = fmt.Fprintf(w, "%d account(s) without a usable password: their PlantMap hash costs more than %d logins to check; set a password with gardend user reset-password NAME: %s\n",
+			n, store.MaxHashCost, strings.Join(names, ", "))
 	}
 	switch {
 	case res.Errors():

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"os"
 	"os/exec"
@@ -63,31 +64,71 @@ func ids(items []idName) []uint64 {
 	return out
 }
 
-// TestImportPlantMapEndToEnd: the original project's fixtures and garden image,
-// imported by the real binary, served by it, and found through the HTTP API: every
-// user logs in with the old password "1234" (and has it rehashed to argon2id), and
-// sees exactly the companies, gardens (the JPEG converted to a PNG of its size, with
-// its coordinates), beds, permissions and widgets the original gave them; a site
-// administrator sees the companies nobody administers.
+// TestImportPlantMapEndToEnd: a PlantMap installation (the generated one, with its
+// pbkdf2_sha256, bcrypt_sha256 and argon2 hashes and a 1600×1100 JPEG picture; and the
+// original project's sample data with its own picture when it is at hand), imported
+// by the real binary, served by it, and found through the HTTP API: every user logs in
+// with the old password (and has it rehashed to argon2id), and sees exactly the
+// companies, gardens (the JPEG converted to a PNG of its size, with its coordinates),
+// beds, permissions and widgets the original gave them; a site administrator sees the
+// companies nobody administers.
 func TestImportPlantMapEndToEnd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds gardend and converts a 4-megapixel image; skipped with -short")
+		t.Skip("builds gardend and converts a 2-megapixel image; skipped with -short")
 	}
-	fixtures := plantmaptest.Fixtures(t)
-	media := plantmaptest.MediaDir(t)
+	samples := []*plantmaptest.Sample{plantmaptest.Generate(t, plantmaptest.Options{Width: 1600, Height: 1100})}
+	if s, ok := plantmaptest.Original(t, plantmaptest.Options{KeepPicture: true}); ok {
+		samples = append(samples, s)
+	}
+	for _, s := range samples {
+		t.Run(s.Name, func(t *testing.T) { testImportEndToEnd(t, s) })
+	}
+}
+
+func testImportEndToEnd(t *testing.T, s *plantmaptest.Sample) {
+	entries := s.Entries(t)
 	bin := buildGardend(t)
 	dir := t.TempDir()
 
+	// Who is who in the dump; the relations below are the original's fixtures', which
+	// the generated installation repeats.
+	usernames := map[int64]string{}
+	widgets := map[string][]string{}
+	records := 0
+	var gardensWithPicture []string
+	for _, e := range entries {
+		if e.Model != "restapi.coordinate" {
+			records++
+		}
+		switch e.Model {
+		case "auth.user":
+			usernames[mustInt(t, e.PK)] = e.Fields["username"].(string)
+		case "restapi.garden":
+			if e.Fields["image_path"] != "" {
+				gardensWithPicture = append(gardensWithPicture, e.PK.(json.Number).String())
+			}
+		}
+	}
+	for _, e := range entries {
+		if e.Model == "restapi.widget" {
+			var list []string
+			for _, w := range e.Fields["data"].(map[string]any)["widgets"].([]any) {
+				list = append(list, w.(string))
+			}
+			widgets[usernames[mustInt(t, e.Fields["user"])]] = list
+		}
+	}
+
 	start := time.Now()
-	out := runBinary(t, bin, "", "import", "plantmap", writeDump(t, fixtures), "--media", media, "--data", dir)
+	out := runBinary(t, bin, "", "import", "plantmap", writeDump(t, entries), "--media", s.MediaDir, "--data", dir)
 	t.Logf("import took %v:\n%s", time.Since(start), out)
-	wantLines(t, out, "imported 34 records in one transaction",
-		"image goeoentueuegs_ibbenbueren.png is a JPEG, 2536×1731: converted to PNG at that size (garden 1, 3, 4)")
+	wantLines(t, out, fmt.Sprintf("imported %d records in one transaction", records),
+		fmt.Sprintf("image %s is a JPEG, %d×%d: converted to PNG at that size (garden %s)", s.ImageFile, s.Width, s.Height, strings.Join(gardensWithPicture, ", ")))
 	runBinary(t, bin, "root-password-1\n", "admin", "create", "--username", "root", "--password-stdin", "--data", dir)
 
-	// A spatial server that knows the fixtures' bed projects.
+	// A spatial server that knows the dump's bed projects.
 	var projects []string
-	for _, e := range fixtures {
+	for _, e := range entries {
 		if e.Model == "restapi.bed" && !slices.Contains(projects, e.Fields["uuid"].(string)) {
 			projects = append(projects, e.Fields["uuid"].(string))
 		}
@@ -105,61 +146,71 @@ func TestImportPlantMapEndToEnd(t *testing.T) {
 	p := startGardend(t, bin, dir, "--spatial", spatialAddr)
 	base := p.base
 
+	// Every user logs in with the old password, whichever hasher made their hash.
 	tokens := map[string]string{}
-	for _, name := range []string{"Admin", "Gardener-1", "Gardener-2", "Gardener-3", "Gardener-4"} {
-		code, token := login(t, base, name, plantmaptest.FixturePassword)
+	for pk := int64(1); pk <= int64(len(usernames)); pk++ {
+		name := usernames[pk]
+		code, token := login(t, base, name, s.Password)
 		if code != 200 {
-			t.Fatalf("login %s with the fixtures' password: %d", name, code)
+			t.Fatalf("login %s with the dump's password: %d", name, code)
 		}
 		tokens[name] = token
 		var w struct{ Widgets []string }
 		getJSON(t, base+"/user/widgets", token, &w)
-		if len(w.Widgets) != 8 || w.Widgets[0] != "3d-table" {
-			t.Errorf("%s's widgets: %v", name, w.Widgets)
+		if !slices.Equal(w.Widgets, widgets[name]) {
+			t.Errorf("%s's widgets: %v, the dump's %v", name, w.Widgets, widgets[name])
 		}
 	}
-	if code, _ := login(t, base, "Admin", plantmaptest.FixturePassword); code != 200 {
-		t.Fatalf("second login of Admin, with the upgraded hash: %d", code)
+	first := usernames[1]
+	if code, _ := login(t, base, first, s.Password); code != 200 {
+		t.Fatalf("second login of %s, with the upgraded hash: %d", first, code)
 	}
-	if code, _ := login(t, base, "Admin", "12345"); code != 400 {
-		t.Fatalf("Admin with a wrong password: %d", code)
+	if code, _ := login(t, base, first, s.Password+"5"); code != 400 {
+		t.Fatalf("%s with a wrong password: %d", first, code)
 	}
 	_, rootToken := login(t, base, "root", "root-password-1")
+	tokens["root"] = rootToken
 
-	// Companies and gardens, as each user sees them.
+	// Companies and gardens, as each user sees them (user pk 1 administers companies
+	// 1 and 2, pk 2 reads company 1, pk 3 administers garden 3, pk 4 reads garden 4,
+	// pk 5 has no permission).
 	for _, tc := range []struct {
 		user               string
 		companies, gardens []uint64
 	}{
-		{"Admin", []uint64{1, 2}, []uint64{1, 2, 3}},
-		{"Gardener-1", []uint64{1}, []uint64{1, 2}},
-		{"Gardener-2", nil, []uint64{3}},
-		{"Gardener-3", nil, []uint64{4}},
-		{"Gardener-4", nil, nil},
+		{usernames[1], []uint64{1, 2}, []uint64{1, 2, 3}},
+		{usernames[2], []uint64{1}, []uint64{1, 2}},
+		{usernames[3], nil, []uint64{3}},
+		{usernames[4], nil, []uint64{4}},
+		{usernames[5], nil, nil},
 		{"root", []uint64{1, 2, 3, 4}, []uint64{1, 2, 3, 4}},
 	} {
-		token := tokens[tc.user]
-		if tc.user == "root" {
-			token = rootToken
-		}
 		var cs, gs []idName
-		getJSON(t, base+"/companies", token, &cs)
-		getJSON(t, base+"/gardens", token, &gs)
+		getJSON(t, base+"/companies", tokens[tc.user], &cs)
+		getJSON(t, base+"/gardens", tokens[tc.user], &gs)
 		if !slices.Equal(ids(cs), tc.companies) || !slices.Equal(ids(gs), tc.gardens) {
 			t.Errorf("%s sees companies %v and gardens %v, want %v and %v", tc.user, ids(cs), ids(gs), tc.companies, tc.gardens)
 		}
 	}
 	var cs []idName
 	getJSON(t, base+"/companies", rootToken, &cs)
-	for i, c := range cs {
-		if want := "company-" + string(rune('1'+i)); c.Name != want {
-			t.Errorf("company %d is named %q, want %q", c.ID, c.Name, want)
+	var wantNames []string
+	for _, e := range entries {
+		if e.Model == "restapi.company" {
+			wantNames = append(wantNames, e.Fields["name"].(string))
 		}
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	if !slices.Equal(names, wantNames) {
+		t.Errorf("companies named %q, the dump's %q", names, wantNames)
 	}
 
 	// The garden image: the JPEG as a PNG of its size, with its three corners.
 	wantCoords := map[uint64][]string{}
-	for _, e := range fixtures {
+	for _, e := range entries {
 		if e.Model == "restapi.coordinate" {
 			g := uint64(mustInt(t, e.Fields["garden"]))
 			wantCoords[g] = append(wantCoords[g], e.Fields["name"].(string)+" "+e.Fields["latitude"].(string)+" "+e.Fields["longitude"].(string))
@@ -168,7 +219,7 @@ func TestImportPlantMapEndToEnd(t *testing.T) {
 	for _, g := range []struct {
 		company, garden uint64
 		token           string
-	}{{1, 1, tokens["Admin"]}, {2, 3, tokens["Gardener-2"]}, {4, 4, tokens["Gardener-3"]}} {
+	}{{1, 1, tokens[usernames[1]]}, {2, 3, tokens[usernames[3]]}, {4, 4, tokens[usernames[4]]}} {
 		var img struct {
 			Image       string
 			Coordinates []struct {
@@ -182,18 +233,18 @@ func TestImportPlantMapEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg, err := png.DecodeConfig(bytes.NewReader(data))
-		if err != nil || cfg.Width != 2536 || cfg.Height != 1731 {
+		if err != nil || cfg.Width != s.Width || cfg.Height != s.Height {
 			t.Errorf("garden %d image: %d×%d %v", g.garden, cfg.Width, cfg.Height, err)
 		}
 		var got []string
 		for _, c := range img.Coordinates {
 			got = append(got, c.Name+" "+c.Latitude.String()+" "+c.Longitude.String())
 		}
-		if !slices.Equal(got, wantCoords[g.garden]) {
+		if len(got) != 3 || !slices.Equal(got, wantCoords[g.garden]) {
 			t.Errorf("garden %d coordinates %v, want %v", g.garden, got, wantCoords[g.garden])
 		}
 	}
-	if code, _ := call(t, "GET", base+"/companies/1/gardens/2/image", tokens["Admin"], ""); code != 404 {
+	if code, _ := call(t, "GET", base+"/companies/1/gardens/2/image", tokens[usernames[1]], ""); code != 404 {
 		t.Errorf("garden 2 had no image; GET image: %d", code)
 	}
 
@@ -203,10 +254,10 @@ func TestImportPlantMapEndToEnd(t *testing.T) {
 		beds            []uint64
 		token           string
 	}{
-		{1, 1, []uint64{1, 2, 3, 4, 5}, tokens["Gardener-1"]},
-		{1, 2, []uint64{6, 7, 8}, tokens["Admin"]},
-		{2, 3, []uint64{9, 10}, tokens["Gardener-2"]},
-		{4, 4, []uint64{11}, tokens["Gardener-3"]},
+		{1, 1, []uint64{1, 2, 3, 4, 5}, tokens[usernames[2]]},
+		{1, 2, []uint64{6, 7, 8}, tokens[usernames[1]]},
+		{2, 3, []uint64{9, 10}, tokens[usernames[3]]},
+		{4, 4, []uint64{11}, tokens[usernames[4]]},
 	} {
 		code, body := call(t, "GET", base+"/companies/"+u(g.company)+"/gardens/"+u(g.garden)+"/beds", g.token, "")
 		if code != 200 {
@@ -220,7 +271,9 @@ func TestImportPlantMapEndToEnd(t *testing.T) {
 				Plant string
 				Error string
 			}
-			json.Unmarshal(sc.Bytes(), &line)
+			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+				t.Errorf("garden %d: line %q: %v", g.garden, sc.Text(), err)
+			}
 			if line.Error != "" || line.Plant == "" {
 				t.Errorf("garden %d bed %d: %s", g.garden, line.ID, sc.Text())
 			}
@@ -236,10 +289,10 @@ func TestImportPlantMapEndToEnd(t *testing.T) {
 		path, token string
 		want        []string
 	}{
-		{"/companies/1/permissions", tokens["Admin"], []string{"1 Admin a", "3 Gardener-1 u"}},
-		{"/companies/2/permissions", tokens["Admin"], []string{"2 Admin a"}},
-		{"/companies/2/gardens/3/permissions", tokens["Gardener-2"], []string{"1 Gardener-2 a"}},
-		{"/companies/4/gardens/4/permissions", rootToken, []string{"2 Gardener-3 u"}},
+		{"/companies/1/permissions", tokens[usernames[1]], []string{"1 " + usernames[1] + " a", "3 " + usernames[2] + " u"}},
+		{"/companies/2/permissions", tokens[usernames[1]], []string{"2 " + usernames[1] + " a"}},
+		{"/companies/2/gardens/3/permissions", tokens[usernames[3]], []string{"1 " + usernames[3] + " a"}},
+		{"/companies/4/gardens/4/permissions", rootToken, []string{"2 " + usernames[4] + " u"}},
 		{"/companies/3/permissions", rootToken, nil},
 	} {
 		var perms []struct {

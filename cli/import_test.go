@@ -32,14 +32,14 @@ func wantLines(t *testing.T, out string, want ...string) {
 // database); the import reports what it did; a second one finds nothing new.
 func TestImportPlantMapCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	dump := writeDump(t, plantmaptest.FullDump(t))
-	media, _ := plantmaptest.SmallMedia(t)
+	sample := plantmaptest.Generate(t, plantmaptest.Options{})
+	dump, media := writeDump(t, plantmaptest.FullDump(t, sample.Entries(t))), sample.MediaDir
 
 	out, err := run(t, "", "import", "plantmap", dump, "--media", media, "--data", dir, "--dry-run")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	wantLines(t, out, "dry run: nothing was written", "auth.user", "image goeoentueuegs_ibbenbueren.png is a JPEG, 40×30: converted to PNG at that size (garden 1, 3, 4)",
+	wantLines(t, out, "dry run: nothing was written", "auth.user", "image "+sample.ImageFile+" is a JPEG, 40×30: converted to PNG at that size (garden 1, 3, 4)",
 		"left out (not gardend's to keep): admin.logentry 1, auth.group 1, auth.permission 1, contenttypes.contenttype 2, knox.authtoken 2, sessions.session 1")
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the dry run made the data directory: %v", err)
@@ -68,7 +68,7 @@ func TestImportPlantMapCommand(t *testing.T) {
 		}
 	}
 	users, err := run(t, "", "inspect", "users", "--data", dir)
-	if err != nil || !strings.Contains(users, "Gardener-4") {
+	if err != nil || !strings.Contains(users, "eli") {
 		t.Fatalf("inspect users: %v\n%s", err, users)
 	}
 
@@ -86,8 +86,8 @@ func TestImportPlantMapIntoUsedData(t *testing.T) {
 	if _, err := run(t, "root-password-1\n", "admin", "create", "--data", dir, "--username", "root", "--password-stdin"); err != nil {
 		t.Fatal(err)
 	}
-	media, _ := plantmaptest.SmallMedia(t)
-	out, err := run(t, "", "import", "plantmap", writeDump(t, plantmaptest.Fixtures(t)), "--media", media, "--data", dir)
+	sample := plantmaptest.Generate(t, plantmaptest.Options{})
+	out, err := run(t, "", "import", "plantmap", writeDump(t, sample.Entries(t)), "--media", sample.MediaDir, "--data", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -98,7 +98,7 @@ func TestImportPlantMapIntoUsedData(t *testing.T) {
 	}
 	defer st.Close()
 	perms, _ := st.CompanyPermissions(1)
-	if len(perms) != 2 || perms[0].Username != "Admin" || perms[1].Username != "Gardener-1" {
+	if len(perms) != 2 || perms[0].Username != "ana" || perms[1].Username != "ben" {
 		t.Errorf("company 1 permissions %+v", perms)
 	}
 }
@@ -107,7 +107,8 @@ func TestImportPlantMapIntoUsedData(t *testing.T) {
 // and writes nothing; a running server keeps the import out.
 func TestImportPlantMapRefusals(t *testing.T) {
 	dir := t.TempDir()
-	entries := plantmaptest.Fixtures(t)
+	sample := plantmaptest.Generate(t, plantmaptest.Options{})
+	entries := sample.Entries(t)
 	entries = append(entries,
 		plantmaptest.Entry{Model: "restapi.company", PK: 9, Fields: map[string]any{"name": strings.Repeat("x", 130)}},
 		plantmaptest.Entry{Model: "restapi.bed", PK: 40, Fields: map[string]any{"uuid": "\u202eabc", "garden": 1}},
@@ -119,7 +120,7 @@ func TestImportPlantMapRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "error(s), listed above; nothing was imported") {
 		t.Fatalf("error %v", err)
 	}
-	wantLines(t, out, "error    restapi.garden pk=1: its image file goeoentueuegs_ibbenbueren.png is not in", "error    restapi.company pk=9: name must be at most 128 characters",
+	wantLines(t, out, "error    restapi.garden pk=1: its image file "+sample.ImageFile+" is not in", "error    restapi.company pk=9: name must be at most 128 characters",
 		"error    restapi.bed pk=40: uuid must be", `evil\x1b]0;title\x07.png`, `evil\x1b[2J\r\nerror`)
 	if strings.ContainsAny(out, "\x1b\r\a\u202e") || strings.Contains(out, "\nerror    auth.user pk=1: forged") {
 		t.Errorf("the dump's text reached the terminal unescaped:\n%q", out)
@@ -135,8 +136,7 @@ func TestImportPlantMapRefusals(t *testing.T) {
 	}
 	busy := t.TempDir()
 	serve(t, busy)
-	media, _ := plantmaptest.SmallMedia(t)
-	if _, err := run(t, "", "import", "plantmap", writeDump(t, plantmaptest.Fixtures(t)), "--media", media, "--data", busy); err == nil || !strings.Contains(err.Error(), "stop gardend serve") {
+	if _, err := run(t, "", "import", "plantmap", writeDump(t, sample.Entries(t)), "--media", sample.MediaDir, "--data", busy); err == nil || !strings.Contains(err.Error(), "stop gardend serve") {
 		t.Errorf("import beside a running server: %v", err)
 	}
 }

@@ -104,6 +104,8 @@ func inspectViews() []inspectView {
 				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", printable(j.Project), printable(j.Cloud), state, j.Attempts, next, printable(j.LastError))
 			}
 		}),
+		inspection("logs", "List the logbook: every garden's logs, newest first (10,000 per garden)", server.InspectLogs{}, logsTable),
+		inspection("photos", "List the photos of logs, with their content paths", server.InspectPhotos{}, photosTable),
 	}
 }
 

@@ -26,8 +26,8 @@ func TestCommandsOnPostgres(t *testing.T) {
 	if _, err := run(t, "root-password-1\n", "admin", "create", "--store", dsn, "--data", cli, "--username", "root", "--password-stdin"); err != nil {
 		t.Fatal(err)
 	}
-	dump := writeDump(t, plantmaptest.FullDump(t))
-	media, _ := plantmaptest.SmallMedia(t)
+	sample := plantmaptest.Generate(t, plantmaptest.Options{})
+	dump, media := writeDump(t, plantmaptest.FullDump(t, sample.Entries(t))), sample.MediaDir
 	out, err := run(t, "", "import", "plantmap", dump, "--media", media, "--store", dsn, "--data", cli, "--dry-run")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -113,7 +113,7 @@ func (o *restoreOptions) run(cmd *cobra.Command, args []string) error {
 	m, err := backup.Restore(in, dir, backup.RestoreOptions{
 		Force: o.force,
 		Prepare: func(staging string, m *backup.Manifest) (string, error) {
-			return recordsToBolt(cmd.Context(), staging, m)
+			return recordsToBolt(cmd.Context(), staging, m, reportRepair(cmd))
 		},
 		CheckDB: checkRestoredDB,
 		// A server started while the archive was unpacked must not see the switch.
@@ -135,6 +135,15 @@ func printRestored(cmd *cobra.Command, m *backup.Manifest, file, target string) 
 	}
 	_, _ = fmt.Fprintf(out, "restored %s into %s: %s of data (%s)\n", printable(file), printable(target), formatSize(m.TotalBytes()), describeEntries(m))
 	_, _ = fmt.Fprintf(out, "backup made %s by gardend %s, schema %d\n", m.Created.Format(time.RFC3339), printable(m.GardendVersion), m.SchemaVersion)
+}
+
+// reportRepair warns of each record a restore repaired to load it (store.Repair):
+// names with control characters or invalid UTF-8, which no store keeps, are loaded
+// with U+FFFD in their place rather than refused.
+func reportRepair(cmd *cobra.Command) func(store.Repair) {
+	return func(r store.Repair) {
+		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "warning: repaired %s\n", printable(r.String()))
+	}
 }
 
 // openArchive opens the archive file, or standard input for "-".
@@ -241,7 +250,7 @@ func checkSchema(m *backup.Manifest) error {
 // loads them into a new database file beside them in staging and deletes the archive.
 // The image content came as files under images/, where bbolt keeps it. A backup of a
 // bbolt database needs nothing done.
-func recordsToBolt(ctx context.Context, staging string, m *backup.Manifest) (string, error) {
+func recordsToBolt(ctx context.Context, staging string, m *backup.Manifest, repaired func(store.Repair)) (string, error) {
 	records := filepath.Join(staging, filepath.FromSlash(m.Database))
 	if !m.RecordsArchive() {
 		return records, nil
@@ -262,7 +271,7 @@ func recordsToBolt(ctx context.Context, staging string, m *backup.Manifest) (str
 	if err != nil {
 		return "", err
 	}
-	err = st.Import(ctx, f, store.ImportOptions{})
+	err = st.Import(ctx, f, store.ImportOptions{Repaired: repaired})
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
@@ -315,7 +324,7 @@ func (o *restoreOptions) restorePostgres(cmd *cobra.Command, file string) (err e
 		return err
 	}
 	defer closeInto(&err, "the database", st.Close)
-	err = st.Import(ctx, records, store.ImportOptions{Replace: o.force, Images: func(path string) (io.ReadCloser, error) {
+	err = st.Import(ctx, records, store.ImportOptions{Replace: o.force, Repaired: reportRepair(cmd), Images: func(path string) (io.ReadCloser, error) {
 		if err := backup.CheckPath(path); err != nil {
 			return nil, err
 		}

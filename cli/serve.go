@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -10,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/gardend/gardend/server"
@@ -35,10 +38,12 @@ type serveOptions struct {
 	demoLatency     time.Duration
 	metricsAddr     string
 	compatLineGap   time.Duration
+	compat          string
 	maxBeds         int
 	spatialProjects string
 	spatial         spatialOptions
 	field           fieldOptions
+	logbook         logbookOptions
 }
 
 func newServeCommand(g *globalOptions) *cobra.Command {
@@ -72,11 +77,13 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.BoolVar(&o.demo, "demo", false, "run a demo spatial server in-process, seed a demo account, company, garden and beds, and print the credentials")
 	f.DurationVar(&o.demoLatency, "demo-latency", 0, "latency added to every call of the demo spatial server (e.g. 30ms, as a real one)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (GET /metrics) on this address of its own, e.g. 127.0.0.1:9464 (default: only on the admin socket)")
-	f.DurationVar(&o.compatLineGap, "compat-line-gap", 0, "wait this long between lines of the beds stream, for PlantMap web clients that cannot be updated (e.g. 200ms; see docs/migrating.md)")
+	f.DurationVar(&o.compatLineGap, "compat-line-gap", 0, "pause between beds-stream lines (old PlantMap client; not safe)")
+	f.StringVar(&o.compat, "compat", "", "plantmap: answer as the original server did (docs/migrating.md)")
 	f.StringVar(&o.spatialProjects, "spatial-projects", server.SpatialProjectsGardenAdmins, "who may list every project of the spatial server to register beds: garden-admins, or site-admins when tenants share one spatial server")
 	f.IntVar(&o.maxBeds, "max-beds-per-garden", server.DefaultMaxBedsPerGarden, "most beds POST …/beds lets one garden have (400 beyond; gardens with more keep them; 0: no limit)")
 	o.spatial.addFlags(f)
 	o.field.addFlags(f)
+	o.logbook.addFlags(f)
 	markConfig(f) // every serve flag is configuration (config.go)
 	return cmd
 }
@@ -92,7 +99,13 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	if err := o.spatial.validate(); err != nil {
 		return err
 	}
+	if err := o.logbook.validate(); err != nil {
+		return err
+	}
 	if err := server.CheckCompatLineGap(o.compatLineGap); err != nil {
+		return err
+	}
+	if err := server.CheckCompat(o.compat); err != nil {
 		return err
 	}
 	if err := server.CheckSpatialProjects(o.spatialProjects); err != nil {
@@ -122,6 +135,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 		Demo:             o.demo,
 		DemoLatency:      o.demoLatency,
 		CompatLineGap:    o.compatLineGap,
+		CompatPlantMap:   o.compat == server.CompatPlantMap,
 		Spatial:          o.spatial.clientConfig(),
 		Clouds:           o.spatial.cloudConfig(),
 		Logger:           log,
@@ -131,6 +145,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 		SpatialProjects:  o.spatialProjects,
 	}
 	o.field.apply(&cfg)
+	o.logbook.apply(&cfg)
 	limit, source, setLimit, err := memoryLimit(o.field.memoryLimit, cfg.MaxHashing)
 	if err != nil {
 		return err
@@ -141,17 +156,23 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	defer server.ReserveHashingProcs(cfg.MaxHashing)()
 	log.Info().Int("max_hashing", cfg.MaxHashing).Int64("hashing_budget_mib", server.HashingMemory(store.DefaultArgon2, cfg.MaxHashing)>>20).
 		Int64("memory_limit_mib", debug.SetMemoryLimit(-1)>>20).Str("memory_limit_from", source).Msg("memory")
-	cfg.Store, cfg.StoreCreated, err = openStore(cmd.Context(), o.global, nil, &log)
-	if err != nil {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := o.openStore(ctx, &cfg, log); err != nil {
+		if ctx.Err() != nil && cmd.Context().Err() == nil {
+			log.Info().Msg("stopped while waiting for the database")
+			return nil
+		}
 		return err
 	}
 	srv, err := server.New(cfg) // closes the store on failure
 	if err != nil {
+		if cfg.Listener != nil {
+			_ = cfg.Listener.Close()
+		}
 		return err
 	}
 	defer closeInto(&err, "the server's store", srv.Close)
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if o.demo {
 		go func() {
 			select {
@@ -176,6 +197,30 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	stop() // Run may end on its own; STOPPING=1 goes out either way
 	<-notified
 	return err
+}
+
+// openStore opens the database into cfg. A shared database that is down is waited
+// for (server.AwaitStore): the node listens at once and answers not ready until it
+// can open it, then serves on the same listener.
+func (o *serveOptions) openStore(ctx context.Context, cfg *server.Config, log zerolog.Logger) error {
+	var err error
+	if _, pg := o.global.postgresDSN(); !pg {
+		cfg.Store, cfg.StoreCreated, err = openStore(ctx, o.global, nil, &log)
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	cfg.Store, cfg.StoreCreated, err = server.AwaitStore(ctx, *cfg, ln, func(ctx context.Context) (store.Backend, bool, error) {
+		return openStore(ctx, o.global, nil, &log)
+	})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	cfg.Listener = ln
+	return nil
 }
 
 // appGardenPath turns the API path /companies/C/gardens/G into the web app's

@@ -26,6 +26,7 @@ type fieldOptions struct {
 	bodyTimeout     time.Duration
 	bodyMinRate     int64
 	maxUploads      int
+	maxClouds       int
 	maxConns        int
 	maxConnsPerAddr int
 	tlsCert         string
@@ -34,7 +35,7 @@ type fieldOptions struct {
 
 func (o *fieldOptions) addFlags(f *pflag.FlagSet) {
 	o.registration = server.RegistrationOpen
-	f.IntVar(&o.loginFailLimit, "login-fail-limit", server.DefaultLoginFailLimit, "failed logins allowed per --login-fail-window, per username and per client address; then 429")
+	f.IntVar(&o.loginFailLimit, "login-fail-limit", server.DefaultLoginFailLimit, "failed logins allowed per --login-fail-window, per account (however its name is spelt) and per client address; then 429")
 	f.DurationVar(&o.loginFailWindow, "login-fail-window", server.DefaultLoginFailWindow, "window of --login-fail-limit, counted from a key's first failure")
 	f.Var((*registrationValue)(&o.registration), "registration", "who may create accounts: open (POST /register) or closed (only gardend user create)")
 	f.IntVar(&o.registerLimit, "register-limit", server.DefaultRegisterLimit, "accounts POST /register may create per client address per --register-window; then 429")
@@ -48,6 +49,7 @@ func (o *fieldOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time a request body may take, plus a second per --body-min-rate bytes received; slower bodies get 408")
 	f.Int64Var(&o.bodyMinRate, "body-min-rate", server.DefaultBodyMinRate, "slowest pace in bytes per second a request body may keep after --body-timeout (lower it for uploads over very slow links)")
 	f.IntVar(&o.maxUploads, "max-uploads", server.DefaultMaxUploads, "image uploads at once; beyond it 503 with Retry-After")
+	f.IntVar(&o.maxClouds, "max-cloud-responses", server.DefaultMaxCloudResponses, "point-cloud files sent at once (a quarter of them to one client address); beyond it 503 with Retry-After")
 	f.IntVar(&o.maxConns, "max-conns", server.DefaultMaxConns, "open connections in all; at the cap a new one replaces an idle one, or is closed")
 	f.IntVar(&o.maxConnsPerAddr, "max-conns-per-addr", server.DefaultMaxConnsPerAddr, "open connections from one client address (IPv6: per /64); not applied with --trust-proxy")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS, TLS 1.2 or newer; needs --tls-key")
@@ -81,6 +83,8 @@ func (o *fieldOptions) validate() error {
 		return errors.New("--body-min-rate must be at least 1 byte per second")
 	case o.maxUploads < 1:
 		return errors.New("--max-uploads must be at least 1")
+	case o.maxClouds < 1:
+		return errors.New("--max-cloud-responses must be at least 1")
 	case o.maxConns < 1:
 		return errors.New("--max-conns must be at least 1")
 	case o.maxConnsPerAddr < 1:
@@ -98,6 +102,7 @@ func (o *fieldOptions) apply(c *server.Config) {
 	c.ReadTimeout, c.WriteTimeout = o.readTimeout, o.writeTimeout
 	c.BodyTimeout, c.BodyMinRate = o.bodyTimeout, o.bodyMinRate
 	c.MaxUploads = o.maxUploads
+	c.MaxCloudResponses = o.maxClouds
 	c.MaxConns, c.MaxConnsPerAddr = o.maxConns, o.maxConnsPerAddr
 	c.TLSCertFile, c.TLSKeyFile = o.tlsCert, o.tlsKey
 }

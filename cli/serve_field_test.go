@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -44,9 +45,12 @@ func TestServeFieldFlagErrors(t *testing.T) {
 		{"body timeout", []string{"--body-timeout", "0"}, nil, "--body-timeout must be positive"},
 		{"body min rate", nil, map[string]string{"GARDEND_BODY_MIN_RATE": "0"}, "--body-min-rate must be at least 1"},
 		{"max uploads", []string{"--max-uploads", "0"}, nil, "--max-uploads must be at least 1"},
+		{"max cloud responses", []string{"--max-cloud-responses", "0"}, nil, "--max-cloud-responses must be at least 1"},
 		{"max conns", []string{"--max-conns", "0"}, nil, "--max-conns must be at least 1"},
 		{"max conns per addr", nil, map[string]string{"GARDEND_MAX_CONNS_PER_ADDR": "-3"}, "--max-conns-per-addr must be at least 1"},
 		{"cors origin without scheme", []string{"--cors-origins", "plantmap.example"}, nil, `CORS origin "plantmap.example": give scheme://host[:port]`},
+		{"compat mode", []string{"--compat", "django"}, nil, `--compat "django": the one compatibility mode is "plantmap"`},
+		{"compat mode env", nil, map[string]string{"GARDEND_COMPAT": "PlantMap"}, `--compat "PlantMap"`},
 		{"cert without key", []string{"--tls-cert", missing}, nil, "give both or neither"},
 		{"key without cert env", nil, map[string]string{"GARDEND_TLS_KEY": missing}, "give both or neither"},
 		{"missing cert files", []string{"--tls-cert", missing, "--tls-key", missing}, nil, missing},
@@ -124,18 +128,28 @@ func TestServeFieldFlagsEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "admin.sock")); err != nil {
 		t.Fatalf("admin socket: %v", err)
 	}
-	// The capacity flags show in /readyz; by default no other origin may read.
-	req, _ := http.NewRequest("GET", base+"/readyz", nil)
-	req.Header.Set("Origin", "https://elsewhere.example")
-	ready, err := http.DefaultClient.Do(req)
+	// The capacity flags show in the admin socket's /readyz; by default no other
+	// origin may read the public one.
+	sock := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", filepath.Join(dir, "admin.sock"))
+	}}}
+	ready, err := sock.Get("http://gardend/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(ready.Body)
-	ready.Body.Close()
+	_ = ready.Body.Close()
 	if !strings.Contains(string(body), "of 4 request slots") || !strings.Contains(string(body), "of 50 connections") {
 		t.Fatalf("readyz: %s", body)
 	}
+	req, _ := http.NewRequest("GET", base+"/readyz", nil)
+	req.Header.Set("Origin", "https://elsewhere.example")
+	ready, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ready.Body.Close()
 	if got := ready.Header.Get("Access-Control-Allow-Origin"); got != "" {
 		t.Fatalf("default --cors-origins let another origin read: %q", got)
 	}

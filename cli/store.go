@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,14 +48,9 @@ func (g *globalOptions) describeStore() string {
 	return filepath.Join(g.dataDir, bolt.FileName)
 }
 
-// redactDSN masks the password of a URL; text that is no URL is not shown at all.
-func redactDSN(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "(unparsable connection string)"
-	}
-	return u.Redacted()
-}
+// redactDSN masks every password of a connection string, whatever form carries it
+// (postgres.RedactDSN).
+func redactDSN(dsn string) string { return postgres.RedactDSN(dsn) }
 
 // boltPath is the bbolt database of the data directory.
 func (g *globalOptions) boltPath() string { return filepath.Join(g.dataDir, bolt.FileName) }

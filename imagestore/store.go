@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 )
@@ -34,12 +35,22 @@ const (
 type Store struct {
 	dir    string // absolute
 	prefix string // base name of dir: first element of every image path
-	fault  atomic.Pointer[func(step string) error]
+	// exts are the extensions of the store's names; Create uses the first.
+	exts  []string
+	fault atomic.Pointer[func(step string) error]
 }
 
 // Open opens the image directory dir, creating it (mode 0700) and missing parents
 // when needed. An existing directory keeps its mode.
-func Open(dir string) (*Store, error) {
+func Open(dir string) (*Store, error) { return OpenFor(dir, imageExt) }
+
+// OpenFor is Open for a directory of files of the given extensions (".jpg", ".png",
+// …; log photos, say): their names are random hex with one of them, and CreateAs
+// picks it. Open is OpenFor(dir, ".png").
+func OpenFor(dir string, exts ...string) (*Store, error) {
+	if len(exts) == 0 {
+		return nil, errors.New("image directory: no file extension given")
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("image directory: %w", err)
@@ -58,7 +69,7 @@ func Open(dir string) (*Store, error) {
 			return nil, fmt.Errorf("image directory: %w", err)
 		}
 	}
-	return &Store{dir: abs, prefix: prefix}, nil
+	return &Store{dir: abs, prefix: prefix, exts: exts}, nil
 }
 
 // Put stores data under a new random name and returns its image path: Create, Write
@@ -75,24 +86,47 @@ func (s *Store) Put(data []byte) (rel string, err error) {
 	return p.Commit()
 }
 
+// PutFrom stores everything r yields under a new random name and returns its image
+// path, as Put does, streaming.
+func (s *Store) PutFrom(r io.Reader) (rel string, err error) {
+	p, err := s.Create()
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(p, r); err != nil {
+		p.Abort()
+		return "", err
+	}
+	return p.Commit()
+}
+
 // Pending is an image file being written, under a temporary name that Sweep deletes
 // should the process die. Write fills it; Commit gives it its final name; Abort
 // deletes it. A Pending is used by one goroutine.
 type Pending struct {
 	s    *Store
 	f    *os.File
+	ext  string
 	size int64
 	done bool // committed or aborted
 }
 
-// Create starts a new image file.
-func (s *Store) Create() (*Pending, error) {
+// Create starts a new image file (of the store's first extension).
+func (s *Store) Create() (*Pending, error) { return s.CreateAs(s.exts[0]) }
+
+// CreateAs starts a new file that Commit names with ext, one of the store's
+// extensions (a file only read back and aborted may have any).
+func (s *Store) CreateAs(ext string) (*Pending, error) {
 	f, err := os.CreateTemp(s.dir, tempPrefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("store image: %w", err)
 	}
-	return &Pending{s: s, f: f}, nil
+	return &Pending{s: s, f: f, ext: ext}, nil
 }
+
+// Reader reads what has been written so far, from the start, without disturbing
+// further writes.
+func (p *Pending) Reader() io.Reader { return p.reader() }
 
 // Write appends b to the file.
 func (p *Pending) Write(b []byte) (int, error) {
@@ -141,7 +175,10 @@ func (p *Pending) Commit() (rel string, err error) {
 	if err := p.s.injectFault(StepWritten); err != nil {
 		return "", err
 	}
-	name := newName()
+	if !slices.Contains(p.s.exts, p.ext) {
+		return "", fmt.Errorf("store image: extension %q is not one of %v", p.ext, p.s.exts)
+	}
+	name := newName(p.ext)
 	if err := os.Rename(tmp, filepath.Join(p.s.dir, name)); err != nil {
 		return "", fmt.Errorf("store image: %w", err)
 	}
@@ -211,22 +248,33 @@ func (s *Store) Remove(rel string) error {
 // path maps an image path to its file, accepting only names Put generates.
 func (s *Store) path(rel string) (string, error) {
 	name, ok := strings.CutPrefix(rel, s.prefix+"/")
-	if !ok || !isImageName(name) {
+	if !ok || !s.isName(name) {
 		return "", fmt.Errorf("%w: %q", ErrBadPath, echo(rel))
 	}
 	return filepath.Join(s.dir, name), nil
 }
 
 // newName returns a random image file name.
-func newName() string {
+func newName(ext string) string {
 	var b [nameBytes]byte
 	rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
-	return hex.EncodeToString(b[:]) + imageExt
+	return hex.EncodeToString(b[:]) + ext
 }
 
-// isImageName reports whether name has the form newName produces.
-func isImageName(name string) bool {
-	hexPart, ok := strings.CutSuffix(name, imageExt)
+// isName reports whether name has the form newName produces with one of the
+// store's extensions.
+func (s *Store) isName(name string) bool {
+	for _, ext := range s.exts {
+		if isImageName(name, ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// isImageName reports whether name has the form newName(ext) produces.
+func isImageName(name, ext string) bool {
+	hexPart, ok := strings.CutSuffix(name, ext)
 	if !ok || len(hexPart) != 2*nameBytes {
 		return false
 	}

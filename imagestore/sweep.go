@@ -32,7 +32,7 @@ func (s *Store) Sweep(keep func(rel string) bool) (removed []string, err error) 
 		rel := s.prefix + "/" + name
 		switch {
 		case strings.HasPrefix(name, tempPrefix):
-		case isImageName(name) && !keep(rel):
+		case s.isName(name) && !keep(rel):
 		default:
 			continue
 		}

@@ -121,28 +121,26 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// The account first: the limit counts per account, however its name was spelt.
+	who, err := s.identify(username)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	// Reserved before the hash is spent, so parallel guesses stay within the limit;
 	// counted only when the password was checked and found wrong.
-	attempt, err := s.logins.begin(r.Context(), username, clientAddr(r, s.cfg.TrustProxy))
+	attempt, err := s.logins.begin(r.Context(), who.key, clientAddr(r, s.cfg.TrustProxy))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	wrong := false
 	defer func() { attempt.settle(wrong) }()
-	u, err := s.store.UserByUsername(username)
-	if errors.Is(err, store.ErrNotFound) {
-		// Hash anyway so response time does not reveal which usernames exist. A hash
-		// that never ran (the client went away while it queued) checked nothing.
-		_, err := s.pw.Hash(r.Context(), password)
-		wrong = err == nil
-		s.writeError(w, r, errBadCredentials)
-		return
-	} else if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ok, err := s.pw.Verify(r.Context(), u.PasswordHash, password)
+	u := who.user
+	// An unknown username costs a check too (the decoy): response time does not reveal
+	// which usernames exist. A check that never ran (the client went away while it
+	// queued) checked nothing.
+	ok, err := s.checkLogin(r.Context(), who, password)
 	if err != nil || !ok {
 		if err != nil && r.Context().Err() == nil {
 			s.log.Error().Err(err).Uint64("user_id", u.ID).Msg("verify password")

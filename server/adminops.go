@@ -53,6 +53,36 @@ func (op UsersCreate) run(ctx context.Context, a *Admin, answer func(store.User)
 	return once(answer)(u, err)
 }
 
+// UsersResetPassword gives the account a username names (found as login finds it:
+// any spelling that normalises to it) a new password, and revokes every login token
+// of the account ("users.reset-password"): for an account imported without a usable
+// password (a hash Django marked unusable, one gardend does not verify, or one too
+// costly to check), or one whose owner forgot it. It answers the user.
+type UsersResetPassword struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+func (UsersResetPassword) OpName() string { return "users.reset-password" }
+
+func (op UsersResetPassword) run(ctx context.Context, a *Admin, answer func(store.User) error) error {
+	u, err := a.store.UserByUsername(op.Username)
+	if err != nil {
+		return err
+	}
+	if msg := store.ValidatePassword(op.Password, u.Username); msg != "" {
+		return store.Invalid("password", msg)
+	}
+	hash, err := a.pw.Hash(ctx, op.Password)
+	if err != nil {
+		return err
+	}
+	// No token is kept: whoever held the account's sessions loses them.
+	u, err = a.store.UpdateUser(u.ID, store.UserUpdate{PasswordHash: &hash})
+	u.PasswordHash = ""
+	return once(answer)(u, err)
+}
+
 // BedsAdd registers a spatial-server project as a bed of a garden ("beds.add"); it
 // answers the bed.
 type BedsAdd struct {

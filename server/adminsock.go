@@ -69,8 +69,9 @@ func serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener) error
 }
 
 // adminHandler serves POST /ops/<name> with the JSON arguments as the body, and the
-// operator's diagnostics: GET /metrics and Go's profiler under /debug/pprof/ (never on
-// the public listener: profiles show memory and code paths, and cost CPU).
+// operator's diagnostics: GET /metrics, GET /readyz with every check's figures, and
+// Go's profiler under /debug/pprof/ (never on the public listener: profiles show
+// memory and code paths, and cost CPU).
 func (s *Server) adminHandler() http.Handler {
 	diag := http.NewServeMux()
 	diag.Handle("GET /metrics", s.metrics.Handler())
@@ -86,6 +87,10 @@ func (s *Server) adminHandler() http.Handler {
 		}
 		if r.URL.Path == "/metrics" || strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
 			diag.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path == "/readyz" && r.Method == http.MethodGet {
+			s.handleReadyDetail(w, r) // with the figures the public /readyz leaves out
 			return
 		}
 		name, ok := strings.CutPrefix(r.URL.Path, "/ops/")
@@ -119,10 +124,11 @@ type socketOp func(s *Server, w http.ResponseWriter, r *http.Request, args []byt
 
 // adminSocketOps are the operations the admin socket serves, by name.
 var adminSocketOps = socketOps(
-	valueOp[UsersCreate](), valueOp[BedsAdd](), valueOp[BedsRemove](),
+	valueOp[UsersCreate](), valueOp[UsersResetPassword](), valueOp[BedsAdd](), valueOp[BedsRemove](),
 	valueOp[InspectUsers](), valueOp[InspectTokens](), valueOp[InspectStats](),
 	valueOp[InspectCompanies](), valueOp[InspectGardens](), valueOp[InspectPermissions](),
 	valueOp[InspectBeds](), valueOp[InspectQueue](),
+	valueOp[InspectLogs](), valueOp[InspectPhotos](),
 	valueOp[PointCloudsSync](), downloadOp[BackupCreate](),
 )
 

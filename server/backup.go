@@ -79,14 +79,16 @@ func (a *Admin) backupSource(ctx context.Context) backup.Source {
 		return cw.n, err
 	}
 	if isShared {
-		src.Extra = func(snapshot string) ([]backup.Extra, error) { return imageEntries(ctx, snapshot, shared) }
+		photos, _ := a.store.(store.PhotoContent)
+		src.Extra = func(snapshot string) ([]backup.Extra, error) { return imageEntries(ctx, snapshot, shared, photos) }
 	}
 	return src
 }
 
-// imageEntries lists the images the gardens of a records archive show, each read
-// from content when the backup copies it.
-func imageEntries(ctx context.Context, records string, content store.ImageContent) ([]backup.Extra, error) {
+// imageEntries lists the images the gardens of a records archive show, and the photo
+// content its photos refer to (when photos is set), each read from content when the
+// backup copies it.
+func imageEntries(ctx context.Context, records string, content store.ImageContent, photos store.PhotoContent) ([]backup.Extra, error) {
 	f, err := os.Open(records)
 	if err != nil {
 		return nil, err
@@ -106,8 +108,22 @@ func imageEntries(ctx context.Context, records string, content store.ImageConten
 				return rc, err
 			}})
 		}
+		if p, ok := rec.(*store.Photo); ok && photos != nil {
+			for _, path := range []string{p.Path, p.ThumbPath} {
+				if path == "" {
+					continue
+				}
+				out = append(out, backup.Extra{Path: path, Open: func() (io.ReadCloser, error) {
+					rc, _, err := photos.OpenPhoto(ctx, path)
+					if errors.Is(err, store.ErrNotFound) {
+						return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err) // deleted since the snapshot
+					}
+					return rc, err
+				}})
+			}
+		}
 		return nil
-	})
+	}, nil) // image paths are never repaired: the text of names is no concern here
 	return out, err
 }
 

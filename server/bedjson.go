@@ -22,7 +22,10 @@ type healthJSON struct {
 // bedJSON is one line of the beds stream; a bed the spatial server could not answer
 // for has only id, plants, error and the two avg_plant_* nulls.
 type bedJSON struct {
-	ID          uint64           `json:"id"`
+	ID uint64 `json:"id"`
+	// Name is the bed's name as registered, else its project's on the spatial server
+	// ("" when neither is known).
+	Name        string           `json:"name"`
 	Plant       string           `json:"plant,omitempty"`
 	Variety     string           `json:"variety,omitempty"`
 	Plants      string           `json:"plants"`
@@ -55,6 +58,7 @@ type plantCoordJSON struct {
 type plantJSON struct {
 	ID          string        `json:"id"`
 	BedID       uint64        `json:"bedid"`
+	BedName     string        `json:"bed_name"`
 	Plant       string        `json:"plant,omitempty"`
 	Variety     string        `json:"variety,omitempty"`
 	SoilHumidty *float64      `json:"soil_humidty,omitempty"`
@@ -86,9 +90,9 @@ func summaryFields(sum spatial.Summary) (harvest string, health []healthJSON) {
 	return harvest, health
 }
 
-func newBedJSON(id uint64, plantsURL string, b spatial.Bed, coords []*store.LatLon, now time.Time) bedJSON {
+func newBedJSON(id uint64, name, plantsURL string, b spatial.Bed, coords []*store.LatLon, now time.Time) bedJSON {
 	sum := spatial.Summarize(b.Plants, now)
-	out := bedJSON{ID: id, Plant: sum.Species, Variety: sum.Variety, Plants: plantsURL,
+	out := bedJSON{ID: id, Name: name, Plant: sum.Species, Variety: sum.Variety, Plants: plantsURL,
 		SoilHumidty: sum.SoilHumidity, Yield: sum.Yield}
 	out.Harvest, out.Health = summaryFields(sum)
 	out.SoilHumidity = sum.SoilHumidity
@@ -127,9 +131,9 @@ func wrapLongitude(v float64) float64 {
 	return v - 180
 }
 
-func newPlantJSON(bedID uint64, p spatial.Plant, coord *store.LatLon, now time.Time) plantJSON {
+func newPlantJSON(bedID uint64, name string, p spatial.Plant, coord *store.LatLon, now time.Time) plantJSON {
 	sum := spatial.PlantSummary(p, now)
-	out := plantJSON{ID: p.ID, BedID: bedID, Plant: sum.Species, Variety: sum.Variety,
+	out := plantJSON{ID: p.ID, BedID: bedID, BedName: name, Plant: sum.Species, Variety: sum.Variety,
 		SoilHumidty: sum.SoilHumidity, Yield: sum.Yield, PlantCoords: coord}
 	out.Harvest, out.Health = summaryFields(sum)
 	out.BedIDCompat, out.SoilHumidity = bedID, sum.SoilHumidity

@@ -35,7 +35,10 @@ func (s *Server) handleCreateBed(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	b, err := s.store.CreateBedUpTo(g.ID, req.UUID, req.Name, max(s.cfg.MaxBedsPerGarden, 0))
+	me := currentUser(r)
+	b, err := s.store.CreateBedFor(me.ID, g.ID, req.UUID, req.Name, max(s.cfg.MaxBedsPerGarden, 0), func(others []store.ProjectBed) error {
+		return mayShareProject(me, req.UUID, others)
+	})
 	if errors.Is(err, store.ErrTooManyBeds) {
 		err = &apiError{status: http.StatusBadRequest, detail: fmt.Sprintf(
 			"garden %d has %d beds, the most a garden may have here: remove a bed first, or ask the operator to raise gardend serve --max-beds-per-garden",
@@ -46,6 +49,24 @@ func (s *Server) handleCreateBed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, r, http.StatusCreated, b)
+}
+
+// mayShareProject decides whether the user may register a project that is already a
+// bed of other gardens: only when they administer every one of those gardens (or the
+// site). A bed's project uuid is no secret (every reader of the bed sees it, in each
+// signed cloud URL too), so knowing it must not be enough to read the bed's data from
+// a garden of one's own: a reader whose permission was removed would keep reading.
+func mayShareProject(me *store.User, uuid string, others []store.ProjectBed) error {
+	if me.SiteAdmin {
+		return nil
+	}
+	for _, o := range others {
+		if gardenRole(me, o.Access) < roleAdmin {
+			msg := fmt.Sprintf("project %s is already a bed of a garden you do not administer: only an admin of that garden, or a site administrator, may register it in another garden", uuid)
+			return &apiError{status: http.StatusForbidden, detail: msg, fields: map[string]string{"uuid": msg}}
+		}
+	}
+	return nil
 }
 
 func (s *Server) handleDeleteBed(w http.ResponseWriter, r *http.Request) {

@@ -39,7 +39,7 @@ func TestBedsStreamSpatialDown(t *testing.T) {
 		t.Fatalf("lines %+v", lines)
 	}
 	for i, l := range lines[:2] {
-		if l.ID != ss.beds[i] || l.Plants != ss.plantsURL(i) || len(l.keys) != 5 || !l.has("avg_plant_lat") || !l.has("avg_plant_lon") {
+		if l.ID != ss.beds[i] || l.Plants != ss.plantsURL(i) || len(l.keys) != 6 || !l.has("name") || !l.has("avg_plant_lat") || !l.has("avg_plant_lon") {
 			t.Errorf("error line %d: %+v", i, l)
 		}
 		if !strings.Contains(l.Error, uuids[i]) || strings.Contains(l.Error, ss.demo.Addr()) {

@@ -196,9 +196,10 @@ func TestBedsAccess(t *testing.T) {
 	g.must(404, "GET", ss.garden+"/beds/"+u64(ss.beds[0])+"/plants", stranger, nil)
 	g.must(401, "GET", ss.garden+"/beds", "", nil)
 
-	// A bed of another company's garden, addressed under this garden: 404.
+	// A bed of another company's garden, addressed under this garden: 404. (Its
+	// project is one of its own: the gardener's are not "other"'s to register.)
 	otherToken := g.register("other")
-	other := g.gardenWithBeds(otherToken, ss.ds.ProjectUUIDs())
+	other := g.gardenWithBeds(otherToken, []string{madeUpUUID(0)})
 	g.must(404, "GET", ss.garden+"/beds/"+u64(other.beds[0])+"/plants", ss.token, nil)
 	g.must(404, "GET", other.path+"/beds", ss.token, nil)
 	g.must(404, "GET", ss.garden+"/beds/999/plants", ss.token, nil)

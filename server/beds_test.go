@@ -163,7 +163,7 @@ func TestPlantsMatchDataset(t *testing.T) {
 				}
 				checkSummary(t, what, expectSummary([]spatial.Plant{p}, ss.ds.Now), v.Plant, v.Variety, v.SoilHumidty, v.Yield, v.Harvest, v.Health)
 				for key := range raw {
-					if !strings.Contains(" id bedid plant variety soil_humidty harvest yield health plant_coords bed_id soil_humidity pointcloud ", " "+key+" ") {
+					if !strings.Contains(" id bedid bed_name plant variety soil_humidty harvest yield health plant_coords bed_id soil_humidity pointcloud ", " "+key+" ") {
 						t.Errorf("%s: unexpected field %q", what, key)
 					}
 				}

@@ -10,7 +10,8 @@ import (
 // handleListBeds streams the garden's beds as NDJSON in ascending bed id, each line
 // written and flushed as soon as it and every earlier bed are ready. The beds are read
 // from the spatial server all at once (spatial.Client.Beds); a bed the server cannot
-// answer for becomes an error line and the stream goes on. The client going away
+// answer for becomes an error line and the stream goes on (with --compat plantmap, one
+// whose project it does not know is left out, as the original did). The client going away
 // cancels the calls still outstanding. Point clouds found missing are queued in one
 // write when the stream ends, however it ends.
 func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
@@ -53,14 +54,21 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 	for res := range s.spatial.Beds(s.spatialContext(r, g.ID), uuids) {
 		b := beds[res.Index]
 		url := plantsURL + idText(b.ID) + "/plants"
-		v := bedJSON{ID: b.ID, Plants: url}
+		v := bedJSON{ID: b.ID, Name: b.Name, Plants: url}
+		if res.Err != nil && s.skipUnknownProject(r, b.ID, b.UUID, res.Err) {
+			continue
+		}
 		if res.Err != nil {
 			v.Error = s.bedErrorText(r, b.ID, res.Err)
 		} else if coords, bedJobs, err := s.clouds.Coords(res.Bed, false); err != nil {
 			s.log.Error().Err(err).Str("request_id", requestID(r)).Uint64("bed_id", b.ID).Msg("read plant positions")
 			v.Error = "could not read the stored plant positions; the server log has the details"
 		} else {
-			v = newBedJSON(b.ID, url, res.Bed, coords, now)
+			// The plants' ids are kept at first sight, whichever answer shows them first.
+			if err := s.keepPlantIDs(&res.Bed); err != nil {
+				s.log.Warn().Err(err).Str("request_id", requestID(r)).Uint64("bed_id", b.ID).Msg("keep plant ids")
+			}
+			v = newBedJSON(b.ID, bedName(b, &res.Bed), url, res.Bed, coords, now)
 			jobs = append(jobs, bedJobs...)
 		}
 		// One Write per line, so the stream never stops half-way through one.

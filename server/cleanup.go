@@ -36,6 +36,9 @@ func (s *Server) sweep(freshDB bool) error {
 	if err := s.sweepImages(); err != nil {
 		return fmt.Errorf("sweep images: %w", err)
 	}
+	if err := s.sweepPhotos(); err != nil {
+		return fmt.Errorf("sweep photos: %w", err)
+	}
 	if err := s.sweepPointClouds(); err != nil {
 		s.log.Warn().Err(err).Msg("sweep point-cloud files")
 	}
@@ -84,15 +87,17 @@ func (s *Server) ownsFiles(freshDB bool) (owned bool, why string, err error) {
 	return true, "", nil
 }
 
-// countDataFiles counts the regular files under images/ and pointclouds/.
+// countDataFiles counts the regular files under images/, photos/ and pointclouds/.
 func (s *Server) countDataFiles() int {
 	n := 0
-	_ = filepath.WalkDir(filepath.Join(s.cfg.DataDir, ImageDirName), func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			n++
-		}
-		return nil
-	})
+	for _, dir := range []string{ImageDirName, store.PhotoDir} {
+		_ = filepath.WalkDir(filepath.Join(s.cfg.DataDir, dir), func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				n++
+			}
+			return nil
+		})
+	}
 	return n + s.cloudFiles.Count()
 }
 
@@ -109,6 +114,7 @@ func (s *Server) afterRemove(ctx context.Context, removed store.Removed) {
 			s.log.Error().Err(err).Str("image_path", rel).Msg("remove image; the next sweep deletes it")
 		}
 	}
+	s.removePhotos(ctx, removed.PhotoPaths)
 	for _, project := range removed.BedUUIDs {
 		if err := s.cloudFiles.RemoveProject(project); err != nil {
 			s.log.Error().Err(err).Str("project", project).Msg("remove point-cloud files; the next start-up sweep deletes them")
@@ -141,6 +147,46 @@ func (s *Server) sweepImages() error {
 		s.log.Warn().Err(err).Msg("sweep image files")
 	}
 	return nil
+}
+
+// sweepPhotos deletes photo files no photo refers to (a crash between writing a
+// photo and committing its record, or between a deletion and removing its files),
+// before serving. With a shared backend the node's upload directory (swept with the
+// images') holds only photos being uploaded, and the database's content is swept
+// with a grace period (sweepSharedPhotos).
+func (s *Server) sweepPhotos() error {
+	if s.shared != nil {
+		s.sweepSharedPhotos(context.Background())
+		return nil
+	}
+	keep, err := s.store.PhotoPaths()
+	if err != nil {
+		return err
+	}
+	removed, err := s.photoFiles.Sweep(func(rel string) bool { return keep[rel] })
+	if len(removed) > 0 {
+		s.log.Info().Strs("photo_paths", removed).Msg("swept photo files no photo refers to")
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("sweep photo files")
+	}
+	return nil
+}
+
+// sweepSharedPhotos deletes photo content of a shared backend that no photo refers to
+// and that is older than sharedImageGrace.
+func (s *Server) sweepSharedPhotos(ctx context.Context) {
+	sp, ok := s.photos.(store.SharedPhotos)
+	if !ok {
+		return
+	}
+	n, err := sp.SweepUnreferencedPhotos(ctx, sharedImageGrace)
+	switch {
+	case err != nil:
+		s.log.Warn().Err(err).Msg("sweep photo content no photo refers to")
+	case n > 0:
+		s.log.Info().Int("photos", n).Msg("swept photo content no photo refers to")
+	}
 }
 
 // sharedImageGrace is how old image content no garden shows must be before a sweep

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -28,12 +29,19 @@ const evictNewAfter = time.Second
 // quarter of MaxConns may be in that state: beyond it the oldest of them gives way,
 // whatever its age. Legitimate headers arrive in milliseconds; only a flood of
 // unfinished ones lives long enough to be the oldest.
+//
+// A connection whose request waits on a body that has fallen behind bodyRate (after
+// the same grace as unfinished headers) gives way at a cap like an idle one: else
+// requests that declare a body and send nothing would fill the caps for
+// --body-timeout at a time, at no bandwidth (HTTP/1.1; an HTTP/2 connection carries
+// other requests beside it).
 type connLimiter struct {
 	net.Listener
 	max, perAddr int // perAddr 0: no per-address cap
 	maxFresh     int // connections without a whole first request
 	log          zerolog.Logger
 	newGrace     time.Duration // evictNewAfter; tests shorten it
+	bodyRate     int64         // --body-min-rate; 0: bodies never make a connection give way
 
 	mu     sync.Mutex
 	open   map[*limitedConn]struct{}
@@ -58,6 +66,41 @@ type limitedConn struct {
 	state atomic.Int32 // http.ConnState
 	since atomic.Int64 // unix nanoseconds of the last state change
 	once  sync.Once
+	// bodyStart is when the current request began to read its body (unix
+	// nanoseconds; 0 when none is being read), bodyReceived what it has received,
+	// bodyWaiting whether a read of it waits now (not a handler at work): pacedBody
+	// keeps them, track clears bodyStart at every state change.
+	bodyStart, bodyReceived atomic.Int64
+	bodyWaiting             atomic.Bool
+}
+
+// bodyBehind reports whether c's request waits on its body, has been reading it for
+// longer than grace and received less than rate bytes a second since then; and since
+// when.
+func (c *limitedConn) bodyBehind(now time.Time, grace time.Duration, rate int64) (start int64, behind bool) {
+	start = c.bodyStart.Load()
+	if start == 0 || rate <= 0 || !c.bodyWaiting.Load() {
+		return 0, false
+	}
+	late := now.Sub(time.Unix(0, start)) - grace
+	return start, late > 0 && float64(c.bodyReceived.Load()) < late.Seconds()*float64(rate)
+}
+
+// connKey keys the accepted connection in a request's context (ConnContext).
+type connKey struct{}
+
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// limitedConnOf is the limited connection r came on, or nil.
+func limitedConnOf(r *http.Request) *limitedConn {
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
+	if nc, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
+		c = nc.NetConn()
+	}
+	lc, _ := c.(*limitedConn)
+	return lc
 }
 
 // Accept returns the next connection the caps admit.
@@ -120,8 +163,9 @@ func (l *connLimiter) admit(c net.Conn) *limitedConn {
 }
 
 // idlest picks the connection to give way: idle the longest, or without a whole
-// request for longer than grace; only from addr unless it is the zero Addr. With a
-// negative grace it picks only among those without a whole request, the oldest.
+// request, or with a request whose body is behind the pace, for longer than grace;
+// only from addr unless it is the zero Addr. With a negative grace it picks only
+// among those without a whole request, the oldest.
 func (l *connLimiter) idlest(now time.Time, addr netip.Addr, grace time.Duration) *limitedConn {
 	var best *limitedConn
 	var bestSince int64
@@ -139,6 +183,12 @@ func (l *connLimiter) idlest(now time.Time, addr netip.Addr, grace time.Duration
 			if grace > 0 && now.Sub(time.Unix(0, since)) < grace {
 				continue
 			}
+		case http.StateActive:
+			start, behind := c.bodyBehind(now, grace, l.bodyRate)
+			if grace < 0 || !behind {
+				continue
+			}
+			since = start
 		default:
 			continue
 		}
@@ -182,6 +232,7 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 		return
 	}
 	lc.since.Store(time.Now().UnixNano())
+	lc.bodyStart.Store(0) // a request's body is read in StateActive, after this
 	if st == http.StateNew {
 		return
 	}
@@ -191,6 +242,27 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 		l.fresh--
 	}
 	l.mu.Unlock()
+}
+
+// takeStream counts a request slot taken by an HTTP/2 stream of c as a connection of
+// c's address: false when the address is at its cap. Over HTTP/1.1 a connection holds
+// at most one slot; without this, one HTTP/2 connection could hold them all.
+func (l *connLimiter) takeStream(c *limitedConn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perAddr > 0 && l.byAddr[c.addr] >= l.perAddr {
+		return false
+	}
+	l.byAddr[c.addr]++
+	return true
+}
+
+func (l *connLimiter) giveStream(c *limitedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byAddr[c.addr]--; l.byAddr[c.addr] <= 0 {
+		delete(l.byAddr, c.addr)
+	}
 }
 
 // saturated reports the open connections and whether a new one would be refused.

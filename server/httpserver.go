@@ -34,6 +34,13 @@ const (
 	// them, plenty for an office behind one NAT address.
 	DefaultMaxConns        = 1024
 	DefaultMaxConnsPerAddr = 128
+	// MaxStreamsPerConn is how many requests an HTTP/2 connection may have open at
+	// once (net/http's default is 250). Each one that waits (a body that does not
+	// come, an answer the client does not read) costs about 15 KiB and is bounded by
+	// no connection cap but this one: at 250, 1024 connections could pin 3.6 GiB for
+	// a few bytes of headers each. 16 keeps that near 230 MiB and is more than the web
+	// app asks at once; browsers queue the rest.
+	MaxStreamsPerConn = 16
 )
 
 // setFieldDefaults fills the hardening fields of Config (called by setDefaults).
@@ -97,6 +104,8 @@ func (s *Server) newHTTPServer(ctx context.Context, h http.Handler) *http.Server
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 		TLSConfig:         s.tlsConfig.Clone(), // ServeTLS adds its ALPN protocols to it
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       withConn, // for pacedBody to tell the connection limiter
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: MaxStreamsPerConn},
 		ErrorLog:          newStdLogger(s.log),
 	}
 }

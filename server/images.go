@@ -34,8 +34,9 @@ type imageUploaded struct {
 }
 
 // handleUploadImage replaces the garden's image and coordinates. The body streams
-// through an upload slot to a temporary file (receiveImage), so an upload of any size
-// costs a few buffers of memory. The order makes a crash at any point harmless: the
+// through an upload slot, taken once the body begins (uploadslots.go), to a
+// temporary file (receiveImage), so an upload of any size costs a few buffers of
+// memory. The order makes a crash at any point harmless: the
 // file is written and synced under a new name, then one transaction points the garden
 // at it, then the old file goes. A crash before the commit leaves an unreferenced file
 // and one after it an old file; the start-up sweep deletes both.
@@ -49,7 +50,7 @@ func (s *Server) handleUploadImage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNotJSON)
 		return
 	}
-	release, err := s.takeUploadSlot()
+	release, err := s.takeUploadSlot(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -385,16 +385,17 @@ func TestImageUploadStreamedJSON(t *testing.T) {
 }
 
 // TestImageUploadLimit: MaxUploads uploads stream at once; the next is 503 at once,
-// without reading its body, and the slot is free again afterwards.
+// without reading its body, and the slot is free again afterwards. (The held uploads
+// have sent 64 KiB, which at --body-min-rate 1 KiB keeps their slots for a minute.)
 func TestImageUploadLimit(t *testing.T) {
-	w := newImageWorld(t, func(c *server.Config) { c.MaxUploads = 2 })
+	w := newImageWorld(t, func(c *server.Config) { c.MaxUploads, c.BodyMinRate = 2, 1<<10 })
 	h := w.ts.srv.Handler()
 	var held []*blockingBody
 	done := make(chan int, 2)
 	for range 2 {
 		b := newBlockingBody()
 		held = append(held, b)
-		req := httptest.NewRequest("POST", w.path, b)
+		req := httptest.NewRequest("POST", w.path, io.MultiReader(strings.NewReader(strings.Repeat(" ", 64<<10)), b))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Token "+w.admin)
 		go func() {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -15,8 +16,11 @@ import (
 // handlePlantPointCloud serves the kept PLY file of one plant's point cloud to readers
 // of the garden, with the usual token: the web app's 3D view. {plant_id} is the
 // plant's id in the plants endpoint (its measurement geometry uuid); the cached
-// project details say which cloud belongs to it. A cloud not downloaded yet is 404
-// and queued, so asking again shortly finds it.
+// project details say which cloud belongs to it. A cloud whose position is not
+// computed yet is 404 and queued, so asking again shortly finds it; one whose file
+// is gone (evicted by --pointcloud-max-bytes, or kept by another node) is fetched
+// again as the request waits. The file is sent as kept (sendfile where the
+// connection allows) in one of the cloud slots.
 func (s *Server) handlePlantPointCloud(w http.ResponseWriter, r *http.Request) {
 	b, bed, err := s.spatialBedFromPath(r)
 	if err != nil {
@@ -42,15 +46,31 @@ func (s *Server) handlePlantPointCloud(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	release, err := s.takeCloudSlot(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
+	s.releaseSlot(r) // the cloud slot bounds what follows
 	f, st, err := s.cloudFiles.Open(b.UUID, plant.Cloud.UUID)
+	if errors.Is(err, pointcloud.ErrNotKept) {
+		// Evicted, downloaded by another node, or never downloaded: the pool knows
+		// which, and fetches or queues it.
+		if err = s.keepCloud(r.Context(), func(ctx context.Context) error { return s.clouds.Fetch(ctx, bed, plant.Cloud.UUID) }); err == nil {
+			f, st, err = s.cloudFiles.Open(b.UUID, plant.Cloud.UUID)
+		}
+	}
 	switch {
 	case errors.Is(err, store.ErrInvalid):
 		// A uuid unfit for a file name is never downloaded (pointcloud.Inputs).
 		s.writeError(w, r, notFound(what+": its point cloud cannot be kept (its uuid is not a plain name)"))
 		return
+	case errors.Is(err, pointcloud.ErrQueued), errors.Is(err, pointcloud.ErrDownloadFailed), errors.Is(err, pointcloud.ErrNoPosition):
+		s.writeError(w, r, notFound(what+": "+err.Error()))
+		return
 	case errors.Is(err, pointcloud.ErrNotKept):
-		s.clouds.QueueCloud(bed, plant.Cloud.UUID)
-		s.writeError(w, r, notFound("the point cloud of "+what+" is not downloaded yet; it is queued, ask again in a few seconds"))
+		s.writeError(w, r, notFound("the point cloud of "+what+" is not kept on this server"))
 		return
 	case err != nil:
 		s.writeError(w, r, err)

@@ -30,9 +30,20 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 		Plants []plantJSON `json:"plants"`
 	}{Plants: make([]plantJSON, len(bed.Plants))}
 	status := pointcloud.Statuses(bed, before, coords, jobs)
+	name := bedName(b, &bed)
 	for i, p := range bed.Plants {
-		out.Plants[i] = newPlantJSON(b.ID, p, coords[i], now)
+		out.Plants[i] = newPlantJSON(b.ID, name, p, coords[i], now)
 		out.Plants[i].PointCloud = status[i]
+	}
+	if s.cfg.CompatPlantMap {
+		compat := struct {
+			Plants []placeholderPlantJSON `json:"plants"`
+		}{Plants: make([]placeholderPlantJSON, len(out.Plants))}
+		for i, p := range out.Plants {
+			compat.Plants[i] = withPlaceholders(p)
+		}
+		s.writeJSON(w, r, http.StatusOK, compat)
+		return
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
 }

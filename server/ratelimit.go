@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Defaults of the failed-login limits: per username and per client address, each.
+// Defaults of the failed-login limits: per account and per client address, each.
 const (
 	DefaultLoginFailLimit  = 10
 	DefaultLoginFailWindow = time.Minute
@@ -168,7 +168,7 @@ func tooMany(detail string, retry time.Duration) error {
 	return &apiError{status: http.StatusTooManyRequests, retryAfter: retry, detail: detail}
 }
 
-// loginLimits limits failed logins per username and per client address. Keys are
+// loginLimits limits failed logins per account and per client address. Keys are
 // seeded 64-bit hashes rather than the strings themselves, so an entry's size does not
 // depend on what the client sent (a 1 MiB "username").
 type loginLimits struct {
@@ -188,10 +188,11 @@ func newLoginLimits(limit int, window time.Duration, maxKeys int, now func() tim
 	}
 }
 
-// begin reserves a login attempt of username from addr; settle it with true when the
-// password was checked and found wrong.
-func (l *loginLimits) begin(ctx context.Context, username string, addr netip.Addr) (reservation, error) {
-	return l.attemptLimits.begin(ctx, maphash.String(l.seed, username), addrKey(l.seed, addr))
+// begin reserves a login attempt of the account with identity key account (see
+// identity: never the name as typed) from addr; settle it with true when the password
+// was checked and found wrong.
+func (l *loginLimits) begin(ctx context.Context, account string, addr netip.Addr) (reservation, error) {
+	return l.attemptLimits.begin(ctx, maphash.String(l.seed, account), addrKey(l.seed, addr))
 }
 
 // addrKey hashes an IPv4 address whole and an IPv6 address by its /64, the block one

@@ -58,6 +58,31 @@ func TestLoginLimitPerUsername(t *testing.T) {
 	fieldProblem(t, fieldLogin(t, h, "alice", fieldWrong, fieldRemote(54)), http.StatusBadRequest)
 }
 
+// TestLoginLimitAcrossSpellings: the failed-login limit counts per account, not per
+// spelling of its name. Login finds victim's account through every NFKC variant of
+// the name, so ten wrong passwords spread over them use up victim's budget, and no
+// variant gets fresh guesses; an unknown name's variants share one budget too.
+func TestLoginLimitAcrossSpellings(t *testing.T) {
+	srv := fieldNewServer(t, nil, nil)
+	fieldCreateUser(t, srv, "victim", fieldPassword)
+	h := srv.Handler()
+	spellings := []string{"victim", "ｖictim", "vi𝐜tim", "ｖｉｃｔｉｍ", "𝐯𝐢𝐜𝐭𝐢𝐦"}
+	// Each guess from another address: only the per-account limit applies.
+	for i := range server.DefaultLoginFailLimit {
+		fieldProblem(t, fieldLogin(t, h, spellings[1+i%4], fieldWrong, fieldRemote(i)), http.StatusBadRequest)
+	}
+	for i, name := range spellings {
+		rec := fieldLogin(t, h, name, fieldPassword, fieldRemote(20+i))
+		fieldProblem(t, rec, http.StatusTooManyRequests)
+		fieldRetryAfter(t, rec, "60")
+	}
+
+	for i := range server.DefaultLoginFailLimit {
+		fieldProblem(t, fieldLogin(t, h, []string{"ghost", "ｇhost"}[i%2], fieldWrong, fieldRemote(40+i)), http.StatusBadRequest)
+	}
+	fieldProblem(t, fieldLogin(t, h, "ｇｈｏｓｔ", fieldWrong, fieldRemote(60)), http.StatusTooManyRequests)
+}
+
 func TestLoginLimitPerAddress(t *testing.T) {
 	srv := fieldNewServer(t, nil, nil)
 	fieldCreateUser(t, srv, "alice", fieldPassword)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,4 +111,25 @@ func TestRegisterLookalikeUsernames(t *testing.T) {
 	h.do("POST", "/register", "", map[string]string{
 		"username": "ｇａｒｄｅｎｅｒ", "password": "gardener", "first_name": "F", "last_name": "L",
 	}).expectProblem(http.StatusBadRequest, "password")
+}
+
+// Names drawn like an existing account's by Unicode's confusables (UTS #39), or
+// differing from it in case only, are refused with a 400 that names the field and
+// says why, on registration and on a rename; the existing accounts are untouched.
+func TestRegisterConfusableUsernames(t *testing.T) {
+	h := newHarness(t)
+	for _, name := range []string{"alice", "mary", "olga"} {
+		h.register(name)
+	}
+	for _, name := range []string{"aIice", "aǀice", "ɑlice", "alıce", "Alice", "ALICE", "rnary", "0lga"} {
+		p := h.do("POST", "/register", "", map[string]string{
+			"username": name, "password": "pw-of-someone", "first_name": "F", "last_name": "L",
+		}).expectProblem(http.StatusBadRequest, "username")
+		if detail, _ := p["detail"].(string); !strings.Contains(detail, "looks like an existing account") {
+			t.Errorf("%q: detail %q", name, detail)
+		}
+	}
+	token := h.register("bob")
+	h.do("PUT", "/user", token, map[string]string{"username": "aIice"}).expectProblem(http.StatusBadRequest, "username")
+	h.login("alice", "pw-alice-123").expect(http.StatusOK)
 }

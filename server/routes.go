@@ -35,6 +35,9 @@ func (s *Server) allRoutes() []route {
 	rs = append(rs, s.readinessRoutes()...)
 	rs = append(rs, s.sceneRoutes()...)
 	rs = append(rs, s.signedPLYRoutes()...)
+	rs = append(rs, s.logRoutes()...)
+	rs = append(rs, s.photoRoutes()...)
+	rs = append(rs, s.exportRoutes()...)
 	return rs
 }
 

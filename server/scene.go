@@ -78,20 +78,12 @@ func (s *Server) handleScene(w http.ResponseWriter, r *http.Request) {
 	base := s.baseURL(r)
 	out := sceneJSON{Plants: []scenePlant{}}
 	var sum [3]float64
-	queued := map[string]bool{}
-	for _, j := range jobs {
-		queued[j.Cloud] = true
-	}
-	var elsewhere []string
 	for _, p := range bed.Plants {
 		if p.Cloud == nil {
 			continue
 		}
 		mean, ok := s.cloudFiles.Centre(bed.ProjectUUID, p.Cloud.UUID)
 		if !ok {
-			if !queued[p.Cloud.UUID] {
-				elsewhere = append(elsewhere, p.Cloud.UUID)
-			}
 			continue
 		}
 		for k := range sum {
@@ -108,10 +100,13 @@ func (s *Server) handleScene(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out.Global.Position = newScenePosition(centre)
-	if s.shared != nil {
-		// Downloaded by another node of the cluster: kept here too, they join the
-		// scene once fetched, as clouds not downloaded yet do.
-		s.clouds.Refill(bed.ProjectUUID, elsewhere)
+	// Clouds whose position is computed but whose file is not here (evicted by
+	// --pointcloud-max-bytes, or downloaded by another node of a cluster) are
+	// fetched again: they join the scene then, as clouds not downloaded yet do.
+	if gone, err := s.clouds.Evicted(bed); err != nil {
+		s.log.Warn().Err(err).Str("request_id", requestID(r)).Str("project", bed.ProjectUUID).Msg("read plant positions")
+	} else {
+		s.clouds.Refill(bed.ProjectUUID, gone)
 	}
 	w.Header()["Cache-Control"] = headerNoStore // the body holds signed URLs
 	s.writeJSON(w, r, http.StatusOK, out)
@@ -120,7 +115,7 @@ func (s *Server) handleScene(w http.ResponseWriter, r *http.Request) {
 func newScenePlant(bedID uint64, p spatial.Plant, mean [3]float64, url string, now time.Time) scenePlant {
 	sum := spatial.PlantSummary(p, now)
 	sp := scenePlant{
-		GeometryUUID: p.Cloud.UUID, MeasurementUUID: p.ID, URL: url, Name: p.Name,
+		GeometryUUID: p.Cloud.UUID, MeasurementUUID: p.Measurement, URL: url, Name: p.Name,
 		LocationDescription: bedID, Type: p.Species, Position: newScenePosition(mean),
 		Health: []sceneHealth{}, Yield: "", Status: p.Status,
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gardend/gardend/imagestore"
 	"github.com/gardend/gardend/server/metrics"
+	"github.com/gardend/gardend/server/photo"
 	"github.com/gardend/gardend/server/pointcloud"
 	"github.com/gardend/gardend/server/tiles"
 	"github.com/gardend/gardend/spatial"
@@ -38,6 +39,9 @@ type Config struct {
 	// with any.
 	DataDir string
 	Addr    string
+	// Listener, when set, is where Run serves instead of listening on Addr (the one
+	// AwaitStore answered on while the database was down).
+	Listener net.Listener
 	// TokenTTL is the lifetime of a login token.
 	TokenTTL time.Duration
 	// CORSOrigins lists the browser origins other than the server's own that may read
@@ -49,6 +53,12 @@ type Config struct {
 	// MaxImagePixels refuses uploads of pictures with more pixels, from their header
 	// (400); 0 takes DefaultMaxImagePixels.
 	MaxImagePixels int64
+	// Log photos (photos.go): MaxPhotoBytes limits an upload's body, MaxPhotoPixels
+	// what it may decode to (photo.Limits), PhotoStorageBytes what all photos may keep
+	// together (0: no limit; 507 beyond).
+	MaxPhotoBytes     int64
+	MaxPhotoPixels    int64
+	PhotoStorageBytes int64
 	// TrustProxy honours X-Forwarded-Proto/Host when building absolute URLs, and the
 	// last X-Forwarded-For entry as the client address (login limits).
 	TrustProxy bool
@@ -83,6 +93,9 @@ type Config struct {
 	// network read as one JSON document (compatgap.go); 0 (the default) sends each
 	// line as soon as it is ready.
 	CompatLineGap time.Duration
+	// CompatPlantMap answers as the original PlantMap server where its unchanged web
+	// client needs it (--compat plantmap, compatplantmap.go).
+	CompatPlantMap bool
 	// SpatialProjects says who may list every project of the spatial server
 	// (spatialprojects.go): SpatialProjectsGardenAdmins (the default) or
 	// SpatialProjectsSiteAdmins, for a spatial server shared by several tenants.
@@ -92,7 +105,7 @@ type Config struct {
 	// negative value means no limit. Gardens that have more keep them.
 	MaxBedsPerGarden int
 	// Field hardening (httpserver.go, ratelimit.go); zero values take the defaults.
-	// LoginFailLimit failed logins per LoginFailWindow, per username and per address.
+	// LoginFailLimit failed logins per LoginFailWindow, per account (however its name is spelt) and per address.
 	LoginFailLimit  int
 	LoginFailWindow time.Duration
 	Registration    RegistrationMode
@@ -115,6 +128,9 @@ type Config struct {
 	BodyMinRate     int64
 	BodyBufferBytes int64
 	MaxUploads      int
+	// MaxCloudResponses point-cloud files are sent at once, a quarter of them to one
+	// client address (cloudslots.go); 503 beyond. Default DefaultMaxCloudResponses.
+	MaxCloudResponses int
 	// Open connections (connlimit.go): MaxConns in all, MaxConnsPerAddr from one
 	// client address (an IPv6 /64); the per-address cap is off with TrustProxy.
 	MaxConns        int
@@ -140,6 +156,7 @@ const (
 	// DefaultMaxImagePixels: a 20,000 × 20,000 orthophoto; tiling memory follows the
 	// width, not this.
 	DefaultMaxImagePixels = 400_000_000
+	DefaultMaxPhotoBytes  = 16 << 20
 	// DefaultMaxBedsPerGarden: far above a farm's beds (the seed has 6), far below the
 	// thousands of made-up beds that let one tenant slow every other's listings.
 	DefaultMaxBedsPerGarden = 500
@@ -167,6 +184,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxImagePixels <= 0 {
 		c.MaxImagePixels = DefaultMaxImagePixels
+	}
+	if c.MaxPhotoBytes <= 0 {
+		c.MaxPhotoBytes = DefaultMaxPhotoBytes
+	}
+	if c.MaxPhotoPixels <= 0 {
+		c.MaxPhotoPixels = photo.DefaultMaxPixels
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
@@ -218,9 +241,17 @@ type Server struct {
 	// directory uploads stream into first (images/ itself with files).
 	images  store.ImageContent
 	uploads *imagestore.Store
+	// photos holds the log photos' bytes; photoFiles is the directory a photo
+	// streams into first (photos/ itself with files, the upload directory with a
+	// shared backend); photoWork admits one photo decode at a time (photos.go).
+	photos     store.PhotoContent
+	photoFiles *imagestore.Store
+	photoWork  chan struct{}
 	// shared is the backend when several nodes share it (nil with bbolt).
-	shared  store.Shared
-	pw      *store.Passwords
+	shared store.Shared
+	pw     *store.Passwords
+	// decoy is what a login with no hash to check runs (decoy.go).
+	decoy   atomic.Pointer[store.Decoy]
 	admin   *Admin
 	metrics *metrics.Metrics
 	// pingDB checks the database answers; shared by /readyz and Alive.
@@ -238,10 +269,13 @@ type Server struct {
 	tlsConfig     *tls.Config
 	// spatial and clouds are nil without a spatial data server; cloudFiles are the
 	// kept point clouds.
-	spatial    *spatial.Client
-	clouds     *pointcloud.Pool
-	cloudFiles *pointcloud.Files
-	demo       *demoSpatial
+	spatial *spatial.Client
+	// spatialDown: the last spatial check failed (checkSpatial logs the changes).
+	spatialDown atomic.Bool
+	clouds      *pointcloud.Pool
+	cloudFiles  *pointcloud.Files
+	cloudSlots  *cloudSlots
+	demo        *demoSpatial
 	// tiles builds and keeps the pictures' tile pyramids.
 	tiles *tiles.Manager
 	// signer signs the URLs of kept point clouds.
@@ -315,6 +349,10 @@ func newServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	photoFiles, photos, err := openPhotos(cfg.DataDir, st)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -325,6 +363,11 @@ func newServer(cfg Config) (*Server, error) {
 		pw:      store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
 		ready:   make(chan struct{}),
 		cap:     newCapacity(&cfg),
+
+		cloudSlots: newCloudSlots(cfg.MaxCloudResponses),
+		photos:     photos,
+		photoFiles: photoFiles,
+		photoWork:  make(chan struct{}, 1),
 
 		metrics: m,
 		pingDB:  shared(st.Ping),
@@ -346,6 +389,7 @@ func newServer(cfg Config) (*Server, error) {
 	if s.tiles, err = s.openTiles(); err != nil {
 		return nil, err
 	}
+	s.refreshDecoy()
 	s.cfg.Spatial.ObserveCall = m.ObserveSpatialCall
 	if err := s.openSpatial(); err != nil {
 		s.closeSpatial()
@@ -388,9 +432,11 @@ func (s *Server) Addr() string {
 // Run listens on cfg.Addr and serves until ctx is cancelled, then stops accepting,
 // waits up to ShutdownTimeout for in-flight requests and returns.
 func (s *Server) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	ln, err := s.cfg.Listener, error(nil)
+	if ln == nil {
+		if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -422,6 +468,7 @@ func (s *Server) Run(ctx context.Context) error {
 		bg.Go(func() { s.serveMetrics(ctx, mln) })
 	}
 	bg.Go(func() { s.sweepTokens(ctx) })
+	bg.Go(func() { s.refreshDecoyEvery(ctx, decoyRefresh) })
 	if s.clouds != nil {
 		bg.Go(func() { s.clouds.Run(ctx) })
 	}
@@ -435,6 +482,7 @@ func (s *Server) Run(ctx context.Context) error {
 		perAddr = 0 // every connection comes from the proxy; it limits per client
 	}
 	lim := newConnLimiter(ln, s.cfg.MaxConns, perAddr, s.log)
+	lim.bodyRate = s.cfg.BodyMinRate
 	s.conns.Store(lim)
 	hs := s.newHTTPServer(ctx, s.handler)
 	hs.ConnState = lim.track
@@ -501,6 +549,7 @@ func (s *Server) sweepTokens(ctx context.Context) {
 			if s.shared != nil {
 				s.sweepSharedImages(ctx)
 				s.sweepTiles(false)
+				s.sweepSharedPhotos(ctx)
 			}
 		}
 	}

@@ -1,8 +1,9 @@
 package server
 
 import (
-	"bytes"
+	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,13 +12,8 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/gardend/gardend/server/pointcloud"
-	"github.com/gardend/gardend/spatial/cloud"
 	"github.com/gardend/gardend/store"
 )
-
-// maxViewerPLYBytes bounds the kept files that are re-encoded for viewers (read whole
-// into memory, NaN points dropped); a larger one is sent as it is kept.
-const maxViewerPLYBytes = 64 << 20
 
 // signedPLYPath is the path a kept cloud is served at through a signed URL.
 func signedPLYPath(project, cloudUUID string) string {
@@ -35,6 +31,9 @@ func (s *Server) signedPLYRoutes() []route {
 // it: the original PlantMap client's PLY loader sends no token. Browsers of any origin
 // may read it (the signature, not the origin, is what is checked). Points without a
 // finite x, y and z are left out: the client drops a whole cloud with one NaN in it.
+// The file streams through a small buffer (pointcloud.View) in one of the cloud
+// slots (cloudslots.go); a cloud not kept here any more (evicted, or downloaded by
+// another node of a cluster) is fetched again as the request waits.
 func (s *Server) handleSignedPLY(w http.ResponseWriter, r *http.Request) {
 	params := httprouter.ParamsFromContext(r.Context())
 	project := params.ByName("project")
@@ -53,12 +52,18 @@ func (s *Server) handleSignedPLY(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, forbidden(err.Error()))
 		return
 	}
-	f, st, err := s.cloudFiles.Open(project, cloudUUID)
-	if errors.Is(err, pointcloud.ErrNotKept) && s.shared != nil && s.clouds != nil {
-		// Another node of the cluster handed out the URL and keeps the cloud: fetch it
-		// into this node's files too, as the request waits.
-		if err = s.clouds.Keep(r.Context(), project, cloudUUID); err == nil {
-			f, st, err = s.cloudFiles.Open(project, cloudUUID)
+	release, err := s.takeCloudSlot(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
+	// The cloud slot bounds what follows, fetching and sending alike.
+	s.releaseSlot(r)
+	v, err := s.cloudFiles.OpenView(project, cloudUUID)
+	if errors.Is(err, pointcloud.ErrNotKept) {
+		if err = s.keepSignedCloud(r.Context(), project, cloudUUID); err == nil {
+			v, err = s.cloudFiles.OpenView(project, cloudUUID)
 		}
 	}
 	switch {
@@ -72,25 +77,71 @@ func (s *Server) handleSignedPLY(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	defer func() { _ = f.Close() }() // read only
+	defer func() { _ = v.Close() }() // read only
 	h.Set("Content-Type", pointcloud.ContentType)
 	h.Set("Cache-Control", "private, max-age="+strconv.FormatInt(max(0, int64(expires.Sub(s.cfg.Now())/time.Second)), 10))
-	if st.Size() > maxViewerPLYBytes {
-		http.ServeContent(w, r, "", st.ModTime(), f)
-		return
+	s.serveCloud(w, r, v)
+}
+
+// keepSignedCloud fetches a cloud that a signed URL names into this node's files,
+// when a bed still refers to its project: the URL outlives the bed by up to its TTL.
+func (s *Server) keepSignedCloud(ctx context.Context, project, cloudUUID string) error {
+	if s.clouds == nil {
+		return pointcloud.ErrNotKept
 	}
-	pc, err := cloud.ReadPLY(f)
-	if err == nil {
-		pc, err = cloud.FinitePoints(pc)
-	}
-	var buf bytes.Buffer
-	if err == nil {
-		buf.Grow(int(st.Size()))
-		err = cloud.WritePLY(&buf, pc)
-	}
+	beds, err := s.store.BedsOfProject(project)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	http.ServeContent(w, r, "", st.ModTime(), bytes.NewReader(buf.Bytes()))
+	if len(beds) == 0 {
+		return pointcloud.ErrNotKept
+	}
+	return s.keepCloud(ctx, func(ctx context.Context) error { return s.clouds.Keep(ctx, project, cloudUUID) })
+}
+
+// cloudKeepWait bounds how long a request waits for a cloud to be fetched again; the
+// download goes on without it.
+const cloudKeepWait = 20 * time.Second
+
+var errCloudFetching = &apiError{status: http.StatusServiceUnavailable, retryAfter: 5 * time.Second,
+	detail: "the point cloud is being fetched from the spatial server; ask again in a few seconds"}
+
+// keepCloud runs fetch (Pool.Keep or Pool.Fetch) for at most cloudKeepWait.
+func (s *Server) keepCloud(ctx context.Context, fetch func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, cloudKeepWait)
+	defer cancel()
+	err := fetch(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errCloudFetching
+	}
+	return err
+}
+
+// serveCloud sends a cloud's view; only a view that is the file itself serves ranges.
+// A stream that fails half-way (the file damaged or replaced meanwhile) is cut short:
+// its status and length are sent by then.
+func (s *Server) serveCloud(w http.ResponseWriter, r *http.Request, v *pointcloud.View) {
+	if !v.Seekable {
+		r.Header.Del("Range")
+		r.Header.Del("If-Range")
+	}
+	rd := &readFailure{ReadSeeker: v}
+	http.ServeContent(w, r, "", v.ModTime, rd)
+	if rd.err != nil {
+		s.log.Warn().Err(rd.err).Str("request_id", requestID(r)).Str("path", r.URL.Path).Msg("point cloud download cut short")
+	}
+}
+
+// readFailure keeps the first read error other than the end.
+type readFailure struct {
+	io.ReadSeeker
+	err error
+}
+
+func (f *readFailure) Read(p []byte) (int, error) {
+	n, err := f.ReadSeeker.Read(p)
+	if err != nil && err != io.EOF && f.err == nil {
+		f.err = err
+	}
+	return n, err
 }

@@ -91,6 +91,7 @@ func (s *Server) probeSpatial(ctx context.Context) {
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
 			return // shutting down
 		}
+		s.spatialDown.Store(true) // checkSpatial logs when it is back
 		s.log.Warn().Str("spatial", s.spatial.Addr()).Err(err).
 			Msg("the spatial data server cannot be reached; beds and plants answer 502 until it can")
 		return
@@ -106,7 +107,8 @@ func (s *Server) spatialContext(r *http.Request, gardenID uint64) context.Contex
 }
 
 // spatialBedFromPath resolves the path's bed for a reader of its garden and reads it
-// from the spatial server, drawing on the garden's share of the call slots.
+// from the spatial server, drawing on the garden's share of the call slots; its
+// plants carry the ids gardend keeps for them (keepPlantIDs).
 func (s *Server) spatialBedFromPath(r *http.Request) (store.Bed, spatial.Bed, error) {
 	_, b, _, err := s.bedFromPath(r)
 	if err == nil && s.spatial == nil {
@@ -116,6 +118,9 @@ func (s *Server) spatialBedFromPath(r *http.Request) (store.Bed, spatial.Bed, er
 		return b, spatial.Bed{}, err
 	}
 	bed, err := s.spatial.Bed(s.spatialContext(r, b.Garden), b.UUID)
+	if err == nil {
+		err = s.keepPlantIDs(&bed)
+	}
 	return b, bed, err
 }
 

@@ -210,6 +210,7 @@ func (g *gardend) waitClouds() {
 // bedLine is a decoded line of the beds stream; raw keeps it for checks of omission.
 type bedLine struct {
 	ID          uint64   `json:"id"`
+	Name        string   `json:"name"`
 	Plant       string   `json:"plant"`
 	Variety     string   `json:"variety"`
 	Plants      string   `json:"plants"`

@@ -11,7 +11,7 @@ import (
 func (s *Server) systemRoutes() []route {
 	return []route{
 		{method: "GET", path: "/healthz", handler: s.handleHealth, public: true, slot: slotNone},
-		{method: "GET", path: "/openapi.yaml", handler: handleOpenAPI, public: true},
+		{method: "GET", path: "/openapi.yaml", handler: handleOpenAPI, public: true, slot: slotNone},
 	}
 }
 

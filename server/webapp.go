@@ -18,8 +18,8 @@ func (s *Server) webRoutes() []route {
 		s.log.Error().Err(err).Msg("web app assets unusable; / answers 500")
 	}
 	return []route{
-		{method: "GET", path: "/", handler: s.handleApp(app), public: true},
-		{method: "GET", path: web.AssetPrefix + ":version/*file", handler: s.handleAppAsset(app), public: true},
+		{method: "GET", path: "/", handler: s.handleApp(app), public: true, slot: slotNone},
+		{method: "GET", path: web.AssetPrefix + ":version/*file", handler: s.handleAppAsset(app), public: true, slot: slotNone},
 		{method: "GET", path: "/companies/:company_id/role", handler: s.handleCompanyRole},
 		{method: "GET", path: g + "/role", handler: s.handleGardenRole},
 		{method: "GET", path: g + "/spatial-projects", handler: s.handleSpatialProjects},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	seerep "github.com/gardend/gardend/proto"
@@ -123,13 +124,21 @@ func (c *Client) Bed(ctx context.Context, projectUUID string) (Bed, error) {
 func newMsg[T any]() *T { return new(T) }
 
 // plantsOf pairs the details' geometries into plants, sorted by name, and returns each
-// plant's measurement labels beside it.
+// plant's measurement labels beside it. Of several measurement geometries of one
+// name, the oldest by stamp gives the plant's id and the newest its values (and
+// labels); of several point clouds, the newest is the plant's. Among equal stamps
+// the first listed wins.
 func plantsOf(d *seerep.ProjectDetails) ([]Plant, [][]string) {
-	type pair struct{ m, pc *seerep.GeometryInfo }
+	type pair struct{ first, m, pc *seerep.GeometryInfo }
 	byName := map[string]*pair{}
 	var names []string
+	stamp := func(g *seerep.GeometryInfo) time.Time {
+		if g.GetStamp() == nil {
+			return time.Time{}
+		}
+		return g.GetStamp().AsTime()
+	}
 	for _, g := range d.GetGeometries() {
-		var slot **seerep.GeometryInfo
 		p := byName[g.GetName()]
 		if p == nil {
 			p = &pair{}
@@ -138,15 +147,16 @@ func plantsOf(d *seerep.ProjectDetails) ([]Plant, [][]string) {
 		}
 		switch g.GetType() {
 		case typeMeasurement:
-			slot = &p.m
+			if p.first == nil || stamp(g).Before(stamp(p.first)) {
+				p.first = g
+			}
+			if p.m == nil || stamp(g).After(stamp(p.m)) {
+				p.m = g
+			}
 		case typePointCloud:
-			slot = &p.pc
-		default:
-			continue
-		}
-		// The first geometry of a type wins; a server should not send two.
-		if *slot == nil {
-			*slot = g
+			if p.pc == nil || stamp(g).After(stamp(p.pc)) {
+				p.pc = g
+			}
 		}
 	}
 	// Byte-wise order, as "plant name order" is defined.
@@ -158,7 +168,7 @@ func plantsOf(d *seerep.ProjectDetails) ([]Plant, [][]string) {
 		if p.m == nil {
 			continue // a cloud without a measurement is not a plant
 		}
-		pl := Plant{Name: n, ID: p.m.GetUuid()}
+		pl := Plant{Name: n, ID: p.first.GetUuid(), Measurement: p.m.GetUuid(), MeasuredAt: stamp(p.m)}
 		if p.pc != nil {
 			pl.Cloud = &CloudRef{UUID: p.pc.GetUuid(), FrameID: p.pc.GetFrameId()}
 		}
@@ -240,7 +250,7 @@ func (f *bedFetch) tolerate(err error) error {
 
 // measurement fetches a plant's measurement into p.
 func (f *bedFetch) measurement(ctx context.Context, p *Plant) error {
-	m, err := callMeasurement.fetch(f.c, ctx, f.project, p.ID)
+	m, err := callMeasurement.fetch(f.c, ctx, f.project, p.Measurement)
 	if err == nil {
 		applyMeasurement(p, m)
 	}
@@ -268,4 +278,13 @@ func (f *bedFetch) transform(ctx context.Context, frame string) (*Transform, err
 		return nil, f.tolerate(err)
 	}
 	return convertTransform(ts), nil
+}
+
+// IsUnknownProject reports whether err says the spatial server does not know a bed's
+// project: its details answered NotFound. (Bed tolerates NotFound for the objects
+// inside a project; only the details' NotFound fails a bed.)
+func IsUnknownProject(err error) bool {
+	var ce *CallError
+	return errors.As(err, &ce) && ce.Code == codes.NotFound &&
+		ce.Method == seerep.MetaOperations_GetProjectDetails_FullMethodName
 }

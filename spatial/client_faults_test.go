@@ -459,8 +459,8 @@ func TestBedMissingMeasurements(t *testing.T) {
 		t.Errorf("took %v", took)
 	}
 	want := []spatial.Plant{
-		{Name: "plant-a", ID: "m-a"},
-		{Name: "plant-b", ID: "m-b", Cloud: &spatial.CloudRef{UUID: "pc-b", FrameID: "camera"}},
+		{Name: "plant-a", ID: "m-a", Measurement: "m-a"},
+		{Name: "plant-b", ID: "m-b", Measurement: "m-b", Cloud: &spatial.CloudRef{UUID: "pc-b", FrameID: "camera"}},
 	}
 	if d := diffBed(bed, spatial.Bed{ProjectUUID: "p-1", Name: "bed of p-1", Origin: spatial.LatLon{Lat: 52.28, Lon: 8.02}, Plants: want}); d != "" {
 		t.Error(d)

@@ -121,8 +121,8 @@ func plantString(p spatial.Plant) string {
 	if p.Cloud != nil {
 		c = fmt.Sprintf("{%s %s %v}", p.Cloud.UUID, p.Cloud.FrameID, p.Cloud.Transform)
 	}
-	return fmt.Sprintf("%s id=%s %s/%s hum=%s yield=%s growth=%s planted=%s health=%v status=%q cloud=%s",
-		p.Name, p.ID, p.Species, p.Variety, f(p.Humidity), f(p.Yield), f(p.GrowthState), t, p.Health, p.Status, c)
+	return fmt.Sprintf("%s id=%s measurement=%s@%s %s/%s hum=%s yield=%s growth=%s planted=%s health=%v status=%q cloud=%s",
+		p.Name, p.ID, p.Measurement, p.MeasuredAt.Format(time.RFC3339Nano), p.Species, p.Variety, f(p.Humidity), f(p.Yield), f(p.GrowthState), t, p.Health, p.Status, c)
 }
 
 // settleGoroutines waits until the goroutine count is back to at most base.

@@ -20,8 +20,15 @@ type Bed struct {
 type Plant struct {
 	// Name is the geometry name shared by the plant's measurement and point cloud.
 	Name string
-	// ID is the uuid of the plant's measurement geometry.
+	// ID is the uuid of the plant's first measurement geometry (the oldest by stamp).
+	// A server may add a measurement geometry per scan under the same name; the
+	// server package keeps the id it first reported for a name (store.PlantID).
 	ID string
+	// Measurement is the uuid of the measurement geometry the values come from: the
+	// newest of the plant's measurement geometries by stamp (the first listed of
+	// equally new ones). MeasuredAt is its stamp, zero when the server sent none.
+	Measurement string
+	MeasuredAt  time.Time
 	// Species is the name of the plant's instance ("mangold").
 	Species string
 	// Variety is the class attribute "variety" ("Lucullus").
@@ -36,7 +43,8 @@ type Plant struct {
 	Health    []Health
 	Status    string
 
-	// Cloud is the plant's point-cloud geometry; nil when none was recorded.
+	// Cloud is the plant's point-cloud geometry, the newest by stamp when there are
+	// several; nil when none was recorded.
 	Cloud *CloudRef
 }
 

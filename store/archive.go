@@ -22,8 +22,9 @@ import (
 // it: it goes beside it, read and written through ImageContent.
 
 // ArchiveFormat is the version of the archive format this build writes; it reads
-// every version from 1 on. Version 2 added the import map (KindImportMap).
-const ArchiveFormat = 2
+// every version from 1 on. Version 2 added the import map (KindImportMap); version 3
+// the logbook (KindPlantID, KindLog, KindPhoto).
+const ArchiveFormat = 3
 
 // archiveMagic is the kind of the header line.
 const archiveMagic = "gardend-archive"
@@ -52,6 +53,11 @@ type ImportOptions struct {
 	// garden then shows a missing image, as a file missing beside a bbolt database
 	// does). Nil: the content lives elsewhere, as with bbolt, which refuses it.
 	Images func(path string) (io.ReadCloser, error)
+	// Repaired, when set, hears of every field the import repaired to load it (text
+	// with control characters or invalid UTF-8, see RepairText), as it goes: such a
+	// record is loaded, not refused. It may hear of a repair in a transaction that
+	// then fails.
+	Repaired func(Repair)
 }
 
 // ArchiveHeader opens an archive.
@@ -76,11 +82,15 @@ const (
 	KindPosition          = "plant_position"
 	KindCloudJob          = "cloud_job"
 	KindImportMap         = "import_map"
+	KindPlantID           = "plant_id"
+	KindLog               = "log"
+	KindPhoto             = "photo"
 )
 
 // ArchiveKinds lists the kinds in the order an archive holds them.
 var ArchiveKinds = []string{KindUser, KindToken, KindWidgets, KindCompany, KindGarden,
-	KindCompanyPermission, KindGardenPermission, KindBed, KindPosition, KindCloudJob, KindImportMap}
+	KindCompanyPermission, KindGardenPermission, KindBed, KindPosition, KindCloudJob, KindImportMap,
+	KindPlantID, KindLog, KindPhoto}
 
 // ArchivedUser is a user with the password hash, which User keeps out of JSON.
 type ArchivedUser struct {
@@ -147,6 +157,43 @@ type ArchivedPermission struct {
 type ArchivedBed struct {
 	Bed
 	Garden uint64 `json:"garden"`
+}
+
+// ArchivedLog is a log as stored: user ids instead of usernames, no photo list (each
+// photo names its log) and no bed_removed (which follows from the beds).
+type ArchivedLog struct {
+	ID         uint64    `json:"id"`
+	Garden     uint64    `json:"garden"`
+	Type       LogType   `json:"type"`
+	Title      string    `json:"title"`
+	Notes      string    `json:"notes,omitempty"`
+	At         time.Time `json:"at"`
+	Bed        *uint64   `json:"bed,omitempty"`
+	Plant      *string   `json:"plant,omitempty"`
+	Quantity   *Quantity `json:"quantity,omitempty"`
+	AssigneeID uint64    `json:"assignee_id,omitempty"`
+	Status     LogStatus `json:"status"`
+	AuthorID   uint64    `json:"author_id"`
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated"`
+}
+
+// ArchivedLogOf is l in archive form.
+func ArchivedLogOf(l Log) ArchivedLog {
+	return ArchivedLog{ID: l.ID, Garden: l.Garden, Type: l.Type, Title: l.Title, Notes: l.Notes, At: l.At.UTC(),
+		Bed: l.Bed, Plant: l.Plant, Quantity: l.Quantity, AssigneeID: l.AssigneeID, Status: l.Status,
+		AuthorID: l.AuthorID, Created: l.Created.UTC(), Updated: l.Updated.UTC()}
+}
+
+// Log is the archived log as a Log, without usernames, company and photos.
+func (a ArchivedLog) Log() Log {
+	l := Log{ID: a.ID, Garden: a.Garden, Type: a.Type, Title: a.Title, Notes: a.Notes, At: a.At,
+		Bed: a.Bed, Plant: a.Plant, Quantity: a.Quantity, AssigneeID: a.AssigneeID, Status: a.Status,
+		AuthorID: a.AuthorID, Created: a.Created, Updated: a.Updated}
+	if a.AssigneeID != 0 {
+		l.Assignee = new("")
+	}
+	return l
 }
 
 // ArchiveWriter writes an archive.
@@ -302,6 +349,19 @@ func CheckArchived(kind string, record any) error {
 		return ValidateCloudKey(r.Project, r.Cloud)
 	case *CloudJob:
 		return ValidateCloudKey(r.Project, r.Cloud)
+	case *PlantID:
+		return r.Validate()
+	case *ArchivedLog:
+		if r.ID == 0 || r.AuthorID == 0 {
+			return Invalid("id", "log and author ids must not be 0")
+		}
+		// Any time in range: "a year ahead" was checked against the clock of the day.
+		return ValidateLog(r.Log(), maxLogTime)
+	case *Photo:
+		if r.ID == 0 || r.Log == 0 {
+			return Invalid("id", "photo and log ids must not be 0")
+		}
+		return r.Validate()
 	case *ImportMapEntry:
 		switch {
 		case r.Source == "" || strings.IndexByte(r.Source, 0) >= 0:
@@ -317,18 +377,19 @@ func CheckArchived(kind string, record any) error {
 	return nil
 }
 
-// ReadArchive reads every record of r in order, decoded into its archived type and
-// checked (CheckArchived), and hands it to load: a backend's Import is this with its
-// writes. It returns the archive's header, and stops when ctx ends.
-func ReadArchive(ctx context.Context, r io.Reader, load func(kind string, record any) error) (ArchiveHeader, error) {
+// ReadArchive reads every record of r in order, decoded into its archived type,
+// its text repaired (RepairText; each repair told to repaired when it is not nil)
+// and checked (CheckArchived), and hands it to load: a backend's Import is this with
+// its writes. It returns the archive's header, and stops when ctx ends.
+func ReadArchive(ctx context.Context, r io.Reader, load func(kind string, record any) error, repaired func(Repair)) (ArchiveHeader, error) {
 	ar, err := NewArchiveReader(r)
 	if err != nil {
 		return ArchiveHeader{}, err
 	}
-	return ar.Header, ar.each(ctx, load)
+	return ar.Header, ar.each(ctx, load, repaired)
 }
 
-func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record any) error) error {
+func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record any) error, repaired func(Repair)) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -362,9 +423,21 @@ func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record
 			rec = &CloudJob{}
 		case KindImportMap:
 			rec = &ImportMapEntry{}
+		case KindPlantID:
+			rec = &PlantID{}
+		case KindLog:
+			rec = &ArchivedLog{}
+		case KindPhoto:
+			rec = &Photo{}
 		}
 		if err := ar.Decode(raw, rec); err != nil {
 			return err
+		}
+		for _, r := range repairArchived(rec) {
+			if repaired != nil {
+				r.Line = ar.line
+				repaired(r)
+			}
 		}
 		if err := CheckArchived(kind, rec); err != nil {
 			return ar.Invalidf("%s: %v", kind, err)

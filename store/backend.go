@@ -38,6 +38,10 @@ type AccountStore interface {
 	// the stored hash is still old, and reports whether it did. Unlike a password
 	// change it keeps every token: the password is the same.
 	ReplacePasswordHash(userID uint64, old, replacement string) (bool, error)
+	// PasswordHashKinds lists the kinds of password hash the accounts hold (HashKind:
+	// algorithm and cost parameters), by kind, each with how many accounts hold one
+	// and one of them; unusable and unreadable hashes are left out.
+	PasswordHashKinds() ([]HashKindCount, error)
 
 	CreateToken(userID uint64, digest [DigestSize]byte, expiry time.Time) error
 	Authenticate(digest [DigestSize]byte) (User, error)
@@ -91,8 +95,17 @@ type BedStore interface {
 	// no limit): one more is ErrTooManyBeds, checked in the same transaction as the
 	// insert. A garden that has more already keeps them.
 	CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (Bed, error)
+	// CreateBedFor is CreateBedUpTo for a user, who may be refused a project other
+	// gardens have beds of: in the same transaction it reads those beds, each with
+	// what userID holds on its garden, and calls allow with them (none: allow is not
+	// called); an error of allow is returned as it is and nothing is written. allow
+	// runs inside the transaction, perhaps more than once: it must only decide.
+	CreateBedFor(userID, gardenID uint64, uuid, name string, maxBeds int, allow func([]ProjectBed) error) (Bed, error)
 	Bed(gardenID, bedID uint64) (Bed, error)
 	BedsOfGarden(gardenID uint64) ([]Bed, error)
+	// BedsOfProject returns the beds registered for a project, in every garden, by
+	// ascending id (through an index on the project).
+	BedsOfProject(uuid string) ([]Bed, error)
 	DeleteBed(gardenID, bedID uint64) (Removed, error)
 	Beds() ([]Bed, error)
 	BedStatuses() ([]BedStatus, error)
@@ -177,6 +190,7 @@ type Backend interface {
 	Maintenance
 	Archiver
 	Importer
+	LogStore
 }
 
 // Importer brings another system's records in (store/importplan.go; the PlantMap

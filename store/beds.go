@@ -31,6 +31,8 @@ func (b Bed) Validate() error {
 	}
 	if utf8.RuneCountInString(b.Name) > maxNameLen {
 		v.Add("name", fmt.Sprintf("name must be at most %d characters", maxNameLen))
+	} else if msg := textProblem(b.Name); msg != "" {
+		v.Add("name", "name "+msg)
 	}
 	return v.OrNil()
 }
@@ -38,3 +40,13 @@ func (b Bed) Validate() error {
 // ErrTooManyBeds: the garden already has the most beds CreateBedUpTo allows. It is
 // ErrInvalid under errors.Is.
 var ErrTooManyBeds = fmt.Errorf("%w: the garden has as many beds as it may have", ErrInvalid)
+
+// ProjectBed is a bed of a project in another garden than the one a bed of the
+// project is being created in, with what the creating user holds on its garden
+// (CreateBedFor).
+type ProjectBed struct {
+	Bed Bed
+	// Company is the company of the bed's garden.
+	Company uint64
+	Access  Access
+}

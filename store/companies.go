@@ -15,7 +15,7 @@ type Company struct {
 // maxNameLen bounds the names of companies, gardens and beds, in characters.
 const maxNameLen = 128
 
-// Validate checks the name: 1–128 characters, not blank.
+// Validate checks the name: 1–128 characters, not blank, text (CleanText).
 func (c Company) Validate() error { return checkName(c.Name) }
 
 func checkName(name string) error {
@@ -24,6 +24,8 @@ func checkName(name string) error {
 		return Invalid("name", "name is required and must not be blank")
 	case utf8.RuneCountInString(name) > maxNameLen:
 		return Invalid("name", fmt.Sprintf("name must be at most %d characters", maxNameLen))
+	case !CleanText(name):
+		return Invalid("name", "name "+textProblem(name))
 	}
 	return nil
 }

@@ -42,6 +42,8 @@ func (cs Coordinates) Validate() error {
 			v.Add(field+".name", field+".name must not be empty")
 		case utf8.RuneCountInString(c.Name) > maxNameLen:
 			v.Add(field+".name", fmt.Sprintf("%s.name must be at most %d characters", field, maxNameLen))
+		case !CleanText(c.Name):
+			v.Add(field+".name", field+".name "+textProblem(c.Name))
 		case dup:
 			v.Add(field+".name", fmt.Sprintf("%s.name repeats the name of coordinates[%d]; names must be unique", field, first))
 		default:

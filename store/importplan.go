@@ -31,9 +31,6 @@ type ImportView interface {
 	LastID(kind ImportKind) (uint64, error)
 	// Usernames lists every stored username.
 	Usernames() ([]string, error)
-	// UsernameFree is nil when a new account may take name; ErrConflict when an
-	// account has it or one that looks like it (UsernameSkeleton).
-	UsernameFree(name string) error
 	// HasBed reports whether the garden has a bed for the project uuid.
 	HasBed(gardenID uint64, uuid string) (bool, error)
 	// HasPermission reports whether the user holds a permission of kind
@@ -65,12 +62,14 @@ type ImportRecords struct {
 	Map          []ImportMapEntry
 }
 
-// PlanImport works out against view what applying in would do.
+// PlanImport works out against view what applying in would do. Text no store keeps
+// (control characters, invalid UTF-8) is repaired, each repair a warning.
 func PlanImport(view ImportView, in Import) (ImportPlan, error) {
-	if in.Source == "" || strings.IndexByte(in.Source, 0) >= 0 {
-		return ImportPlan{}, Invalid("source", "an import needs a source name")
+	if in.Source == "" || !CleanText(in.Source) {
+		return ImportPlan{}, Invalid("source", "an import needs a source name, as text without control characters")
 	}
-	p := &planner{view: view, in: in, plan: ImportPlan{Kinds: map[ImportKind]*KindPlan{}}}
+	in, repaired := repairImport(in)
+	p := &planner{view: view, in: in, plan: ImportPlan{Kinds: map[ImportKind]*KindPlan{}, Problems: repaired}}
 	p.validate()
 	p.kinds()
 	if p.err != nil {
@@ -103,6 +102,7 @@ func PrepareImport(view ImportView, in Import, expect ImportPlan, images map[uin
 	if !plan.HasNew() {
 		return plan, nil, ErrNothingToImport
 	}
+	in, _ = repairImport(in) // as PlanImport planned it
 	recs, err := plan.records(view, in, images, now)
 	return plan, recs, err
 }
@@ -203,32 +203,37 @@ func (p *planner) kinds() {
 		return out
 	}
 
-	// Users: a username gardend has already (from elsewhere) stops the import; one
-	// that differs only in case is worth a warning (gardend, like Django, tells them
-	// apart, but people may not).
+	// Users: a username gardend has already (from elsewhere), or one drawn like it
+	// (UsernameSkeleton), stops the import; one that shares a look with it but for
+	// case (UsernameLooks), or with another user of the source, is worth a warning:
+	// gardend, like Django, tells them apart, but people may not.
 	users := p.kind(ImportUsers, keysOf(in.Users, func(u ImportUser) uint64 { return u.Key }), ids(ImportUsers), none)
-	folded := map[string]string{}
 	names, err := v.Usernames()
 	p.keep(err)
+	drawn := map[string]string{} // skeleton → a stored name drawn so
+	looks := map[string]string{} // look → who has it, for the warning
 	for _, name := range names {
-		folded[strings.ToLower(name)] = "gardend's user " + strconv.Quote(name)
+		drawn[UsernameSkeleton(name)] = name
+		for _, look := range UsernameLooks(name) {
+			looks[look] = "gardend's user " + strconv.Quote(name)
+		}
 	}
 	for _, u := range in.Users {
 		if !slices.Contains(users.New, u.Key) {
 			continue
 		}
-		lower := strings.ToLower(u.Username)
-		other, folds := folded[lower]
-		switch err := v.UsernameFree(u.Username); {
-		case errors.Is(err, ErrConflict):
-			// Taken, or looks like a taken name: the accounts could not be told apart.
+		if _, taken := drawn[UsernameSkeleton(u.Username)]; taken {
+			// Taken, or drawn like a taken name: the accounts could not be told apart.
 			p.problem(ImportUsers, u.Key, false, "username %q is taken in gardend by a user this source did not bring over, or looks like such a user's name; rename one of them", u.Username)
-		case err != nil:
-			p.keep(err)
-		case folds:
-			p.problem(ImportUsers, u.Key, true, "username %q differs from %s only in case; both can log in, each with their own name", u.Username, other)
-		default:
-			folded[lower] = fmt.Sprintf("%q (id %d)", u.Username, u.Key)
+			continue
+		}
+		ownLooks := UsernameLooks(u.Username)
+		if i := slices.IndexFunc(ownLooks, func(l string) bool { return looks[l] != "" }); i >= 0 {
+			p.problem(ImportUsers, u.Key, true, "username %q looks like %s but for case; both can log in, each with their own name", u.Username, looks[ownLooks[i]])
+			continue
+		}
+		for _, look := range ownLooks {
+			looks[look] = fmt.Sprintf("%q (id %d)", u.Username, u.Key)
 		}
 	}
 

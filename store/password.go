@@ -155,38 +155,60 @@ var errBadHash = errors.New("unrecognised password hash")
 
 // Verify reports whether password matches encoded, in constant time, as a foreground
 // hash. Once the hash has started it runs to the end whatever ctx says, so a result
-// (right or wrong) always means the password was checked.
+// (right or wrong) always means the password was checked. An unusable hash ("!…")
+// matches nothing; one that cannot be checked (Checkable) is an error, and costs no
+// hash.
 func (p *Passwords) Verify(ctx context.Context, encoded, password string) (bool, error) {
-	if isDjangoHash(encoded) { // imported from PlantMap (password_django.go)
-		return p.verifyDjango(ctx, encoded, password)
+	if UnusablePassword(encoded) {
+		return false, nil
 	}
+	h, err := p.parseCheckable(encoded)
+	if err != nil {
+		return false, err
+	}
+	return p.check(ctx, h, password)
+}
+
+// check derives h's value from password on a hashing slot and compares it with the
+// stored one.
+func (p *Passwords) check(ctx context.Context, h parsedHash, password string) (bool, error) {
+	release, err := p.acquire(ctx, Foreground, h.memKiB)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	var got []byte
+	var derr error
+	p.onHashThread(func() { got, derr = h.derive(password) })
+	if derr != nil {
+		return false, nil // a password the hasher cannot take matches nothing
+	}
+	return subtle.ConstantTimeCompare(got, h.want) == 1, nil
+}
+
+// parseArgon2id reads a hash gardend wrote: $argon2id$v=19$m=…,t=…,p=…$salt$key.
+func parseArgon2id(encoded string) (parsedHash, error) {
 	parts := strings.Split(encoded, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" {
-		return false, errBadHash
+		return parsedHash{}, errBadHash
 	}
 	var version int
 	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
-		return false, errBadHash
+		return parsedHash{}, errBadHash
 	}
 	var par Argon2Params
 	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &par.Memory, &par.Time, &par.Threads); err != nil {
-		return false, errBadHash
+		return parsedHash{}, errBadHash
 	}
 	enc := base64.RawStdEncoding
 	salt, err1 := enc.DecodeString(parts[4])
 	want, err2 := enc.DecodeString(parts[5])
 	// Bounds stop a corrupted record from asking for gigabytes or hours.
 	if err1 != nil || err2 != nil || len(want) == 0 || len(want) > 128 || par.Memory > 1<<21 || par.Time == 0 || par.Time > 64 || par.Threads == 0 {
-		return false, errBadHash
+		return parsedHash{}, errBadHash
 	}
-	release, err := p.acquire(ctx, Foreground, par.memoryKiB())
-	if err != nil {
-		return false, err
-	}
-	defer release()
-	var got []byte
-	p.onHashThread(func() {
-		got = argon2.IDKey([]byte(password), salt, par.Time, par.Memory, par.Threads, uint32(len(want)))
-	})
-	return subtle.ConstantTimeCompare(got, want) == 1, nil
+	return parsedHash{want: want, memKiB: par.memoryKiB(), kind: "argon2id " + parts[3], cost: par.cost(),
+		derive: func(pw string) ([]byte, error) {
+			return argon2.IDKey([]byte(pw), salt, par.Time, par.Memory, par.Threads, uint32(len(want))), nil
+		}}, nil
 }

@@ -1,11 +1,9 @@
 package store
 
 import (
-	"context"
 	"crypto/pbkdf2"
 	"crypto/sha1"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -74,40 +72,9 @@ func (p *Passwords) NeedsRehash(encoded string) bool {
 	return !strings.HasPrefix(encoded, "$argon2id$")
 }
 
-// djangoHash is a parsed Django hash: derive computes the stored value from a
-// password, which is then compared with want in constant time.
-type djangoHash struct {
-	derive func(password string) ([]byte, error)
-	want   []byte
-	// memKiB is the memory derive allocates (argon2, scrypt; the others next to none),
-	// taken from the hashing budget like any hash.
-	memKiB uint64
-}
-
-// verifyDjango checks password against a Django hash under the hashing cap.
-func (p *Passwords) verifyDjango(ctx context.Context, encoded, password string) (bool, error) {
-	if UnusablePassword(encoded) {
-		return false, nil
-	}
-	h, err := parseDjango(encoded)
-	if err != nil {
-		return false, err
-	}
-	release, err := p.acquire(ctx, Foreground, h.memKiB)
-	if err != nil {
-		return false, err
-	}
-	defer release()
-	got, err := h.derive(password)
-	if err != nil {
-		return false, nil // a password the hasher cannot take matches nothing
-	}
-	return subtle.ConstantTimeCompare(got, h.want) == 1, nil
-}
-
-func parseDjango(encoded string) (djangoHash, error) {
-	bad := func(why string) (djangoHash, error) {
-		return djangoHash{}, fmt.Errorf("%w: %s", errBadHash, why)
+func parseDjango(encoded string) (parsedHash, error) {
+	bad := func(why string) (parsedHash, error) {
+		return parsedHash{}, fmt.Errorf("%w: %s", errBadHash, why)
 	}
 	alg, rest, _ := strings.Cut(encoded, "$")
 	switch alg {
@@ -126,9 +93,13 @@ func parseDjango(encoded string) (djangoHash, error) {
 			newHash = func() hash.Hash { return sha1.New() }
 		}
 		salt := []byte(parts[1])
-		return djangoHash{want: want, derive: func(pw string) ([]byte, error) {
+		perLogin := pbkdf2SHA256PerLogin
+		if alg == djangoPBKDF2SHA1 {
+			perLogin = pbkdf2SHA1PerLogin
+		}
+		return parsedHash{want: want, derive: func(pw string) ([]byte, error) {
 			return pbkdf2.Key(newHash, pw, salt, iter, len(want))
-		}}, nil
+		}, kind: fmt.Sprintf("%s iterations=%d", alg, iter), cost: float64(iter) / float64(perLogin)}, nil
 
 	case djangoArgon2:
 		// argon2-cffi's encoding follows the name: argon2id$v=19$m=…,t=…,p=…$salt$hash
@@ -155,9 +126,9 @@ func parseDjango(encoded string) (djangoHash, error) {
 		if parts[0] == "argon2i" {
 			key = argon2.Key
 		}
-		return djangoHash{want: want, derive: func(pw string) ([]byte, error) {
+		return parsedHash{want: want, derive: func(pw string) ([]byte, error) {
 			return key([]byte(pw), salt, par.Time, par.Memory, par.Threads, uint32(len(want))), nil
-		}, memKiB: par.memoryKiB()}, nil
+		}, memKiB: par.memoryKiB(), kind: fmt.Sprintf("%s %s %s", alg, parts[0], parts[2]), cost: par.cost()}, nil
 
 	case djangoBcryptSHA256, djangoBcrypt:
 		// The bcrypt string follows an empty field: "bcrypt$$2b$12$…".
@@ -170,16 +141,17 @@ func parseDjango(encoded string) (djangoHash, error) {
 			return bad(alg + " hash or cost out of range")
 		}
 		// bcrypt compares internally; derive reports the outcome as one byte.
-		return djangoHash{want: []byte{1}, derive: func(pw string) ([]byte, error) {
-			if alg == djangoBcryptSHA256 {
-				sum := sha256.Sum256([]byte(pw))
-				pw = hex.EncodeToString(sum[:])
-			}
-			if bcrypt.CompareHashAndPassword([]byte(data), []byte(pw)) == nil {
-				return []byte{1}, nil
-			}
-			return []byte{0}, nil
-		}}, nil
+		return parsedHash{want: []byte{1}, kind: fmt.Sprintf("%s cost=%d", alg, cost),
+			cost: float64(uint64(1)<<cost) / bcryptRoundsPerLogin, derive: func(pw string) ([]byte, error) {
+				if alg == djangoBcryptSHA256 {
+					sum := sha256.Sum256([]byte(pw))
+					pw = hex.EncodeToString(sum[:])
+				}
+				if bcrypt.CompareHashAndPassword([]byte(data), []byte(pw)) == nil {
+					return []byte{1}, nil
+				}
+				return []byte{0}, nil
+			}}, nil
 
 	case djangoScrypt:
 		// scrypt$N$salt$r$p$hash
@@ -197,9 +169,10 @@ func parseDjango(encoded string) (djangoHash, error) {
 			return bad("scrypt parameters or hash out of range")
 		}
 		salt := []byte(parts[1])
-		return djangoHash{want: want, derive: func(pw string) ([]byte, error) {
+		return parsedHash{want: want, derive: func(pw string) ([]byte, error) {
 			return scrypt.Key([]byte(pw), salt, n, r, par, len(want))
-		}, memKiB: uint64(128*n*r) / 1024}, nil
+		}, memKiB: uint64(128*n*r) / 1024, kind: fmt.Sprintf("scrypt N=%d,r=%d,p=%d", n, r, par),
+			cost: float64(n) * float64(r) * float64(par) / scryptBlocksPerLogin}, nil
 	}
 	return bad(fmt.Sprintf("%q is not a password hasher gardend verifies", alg))
 }

@@ -69,8 +69,10 @@ func Requeue(j CloudJob, pos *PlantPosition, old *CloudJob, now time.Time, rearm
 }
 
 // Failure is j after a failed attempt at now: due again after the policy's delay, or
-// marked failed once it has had MaxAttempts; any claim on it ends.
+// marked failed once it has had MaxAttempts; any claim on it ends. The reason is kept
+// as text a store keeps (RepairText): it may quote what a server sent.
 func (j CloudJob) Failure(now time.Time, reason string, p RetryPolicy) CloudJob {
+	reason, _ = RepairText(reason)
 	j.Attempts++
 	j.LastAttempt, j.LastError = now, reason
 	j.ClaimedBy, j.ClaimUntil = "", time.Time{}

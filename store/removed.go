@@ -9,4 +9,7 @@ type Removed struct {
 	// refers to. Their plant positions and queued downloads went with the deletion;
 	// files kept for them (point clouds) can go too.
 	BedUUIDs []string
+	// PhotoPaths are the content of the removed photos and their thumbnails
+	// (PhotoContent).
+	PhotoPaths []string
 }

@@ -146,9 +146,33 @@ func ValidateCloudKey(project, cloud string) error {
 	return nil
 }
 
+// ValidateCloudInputs checks the key and the inputs of a queue item or position: the
+// frame the spatial server named must be text a store keeps (a repaired one would
+// never equal the server's again).
+func ValidateCloudInputs(project, cloud string, in CloudInputs) error {
+	if err := ValidateCloudKey(project, cloud); err != nil {
+		return err
+	}
+	if msg := textProblem(in.Frame); msg != "" {
+		return Invalid("frame", fmt.Sprintf("the frame of cloud %s %s", cloud, msg))
+	}
+	return nil
+}
+
 // ProjectGone is CompleteCloudJob's answer for a project no bed refers to any more.
 func ProjectGone(project string) error {
 	return fmt.Errorf("%w: no bed refers to project %s any more", ErrNotFound, project)
+}
+
+// PreparePosition is a computed position as CompleteCloudJob stores it: its inputs
+// valid (ValidateCloudInputs) and its reason, which may quote an error, made text a
+// store keeps (RepairText).
+func PreparePosition(p PlantPosition) (PlantPosition, error) {
+	if err := ValidateCloudInputs(p.Project, p.Cloud, p.CloudInputs); err != nil {
+		return PlantPosition{}, err
+	}
+	p.Reason, _ = RepairText(p.Reason)
+	return p, nil
 }
 
 // ValidateClaim checks the node and lease of ClaimCloudJobs and RenewCloudClaim.
@@ -156,6 +180,8 @@ func ValidateClaim(node string, lease time.Duration) error {
 	v := &ValidationError{}
 	if node == "" {
 		v.Add("node", "node is required: the name of the node claiming jobs")
+	} else if msg := textProblem(node); msg != "" {
+		v.Add("node", "node "+msg)
 	}
 	if lease <= 0 {
 		v.Add("lease", "lease must be positive")
@@ -167,6 +193,9 @@ func ValidateClaim(node string, lease time.Duration) error {
 func ValidateNode(node string) error {
 	if node == "" {
 		return Invalid("node", "node is required: the name of the node releasing its jobs")
+	}
+	if msg := textProblem(node); msg != "" {
+		return Invalid("node", "node "+msg)
 	}
 	return nil
 }

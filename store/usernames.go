@@ -2,11 +2,15 @@ package store
 
 import (
 	"slices"
+	"sort"
 	"strings"
 	"unicode"
 
+	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
+
+//go:generate go run ./confusablesgen
 
 // NormalizeUsername is the form a username is stored and looked up in: NFKC, as the
 // original service normalised them. Fullwidth and mathematical letters, ligatures and
@@ -86,39 +90,63 @@ func oneScript(scripts []string) bool {
 	return false
 }
 
-// lookalikes maps letters of other scripts to the Latin letters (or digits) they are
-// drawn like, after Unicode's confusables list (UTS #39): whole names in Cyrillic,
-// Greek or Armenian can pass for Latin ones without mixing scripts.
-var lookalikes = map[rune]string{
-	// Cyrillic
-	'а': "a", 'е': "e", 'ё': "ë", 'і': "i", 'ї': "ï", 'ј': "j", 'о': "o", 'р': "p",
-	'с': "c", 'у': "y", 'х': "x", 'ѕ': "s", 'һ': "h", 'ԁ': "d", 'ԛ': "q", 'ԝ': "w", 'ӏ': "l",
-	'ү': "y", 'б': "6",
-	'А': "A", 'В': "B", 'Е': "E", 'Ё': "Ë", 'З': "3", 'І': "I", 'Ї': "Ï", 'Ј': "J", 'К': "K",
-	'М': "M", 'Н': "H", 'О': "O", 'Р': "P", 'С': "C", 'Т': "T", 'У': "Y", 'Х': "X", 'Ѕ': "S",
-	'Ԛ': "Q", 'Ԝ': "W", 'Ү': "Y", 'Ӏ': "l",
-	// Greek
-	'α': "a", 'ο': "o", 'ν': "v", 'ρ': "p", 'υ': "u", 'ι': "i", 'κ': "k", 'χ': "x", 'γ': "y",
-	'ϲ': "c", 'ϳ': "j", 'η': "n",
-	'Α': "A", 'Β': "B", 'Ε': "E", 'Ζ': "Z", 'Η': "H", 'Ι': "I", 'Κ': "K", 'Μ': "M", 'Ν': "N",
-	'Ο': "O", 'Ρ': "P", 'Τ': "T", 'Υ': "Y", 'Χ': "X", 'Ϲ': "C", 'Ϳ': "J",
-	// Armenian
-	'օ': "o", 'ս': "u", 'հ': "h", 'ո': "n", 'զ': "q", 'ց': "g", 'Ս': "U", 'Օ': "O", 'Լ': "L",
+type confusable struct {
+	from rune
+	to   string
 }
 
-// UsernameSkeleton is what a username looks like: its normalised form with every
-// lookalike letter replaced by the Latin one it passes for. Two accounts whose names
-// have one skeleton would be told apart by nobody reading a permission list.
-// Capitals stay capitals: usernames compare case-sensitively.
-func UsernameSkeleton(v string) string {
-	v = NormalizeUsername(v)
+// prototype is what Unicode's confusables data (confusables_table.go) says r is drawn
+// like, if it lists r.
+func prototype(r rune) (string, bool) {
+	i := sort.Search(len(confusables), func(i int) bool { return confusables[i].from >= r })
+	if i < len(confusables) && confusables[i].from == r {
+		return confusables[i].to, true
+	}
+	return "", false
+}
+
+// skeleton is UTS #39's skeleton of s: its NFD form with every character replaced by
+// its prototype, in NFD again. Strings with one skeleton are confusable: "aIice"
+// (capital I), "ɑlice" and "alıce" are "alice"; "rnary" is "mary".
+func skeleton(s string) string {
+	s = norm.NFD.String(s)
 	var b strings.Builder
-	for _, r := range v {
-		if l, ok := lookalikes[r]; ok {
-			b.WriteString(l)
+	b.Grow(len(s))
+	for _, r := range s {
+		if p, ok := prototype(r); ok {
+			b.WriteString(p)
 		} else {
 			b.WriteRune(r)
 		}
 	}
-	return b.String()
+	return norm.NFD.String(b.String())
 }
+
+// UsernameLooks are the keys a username is indexed under by what it looks like: two
+// names that share a key would be told apart by nobody reading a permission list, so
+// a new name that shares one with an existing account is refused. The keys are taken
+// of the normalised name (NormalizeUsername), ignoring case on top of UTS #39's
+// skeleton, in two orders, since a capital I is both an i (by case) and an l (by
+// look): the skeleton of the case-folded skeleton ("aIice" → "alice", "0lga" →
+// "Olga" → "olga") and the skeleton of the case-folded name ("ALICE" → "alice",
+// "Ivan" → "ivan"). One or two keys, distinct.
+func UsernameLooks(name string) []string {
+	n := NormalizeUsername(name)
+	byLook := skeleton(cases.Fold().String(skeleton(n)))
+	byCase := skeleton(cases.Fold().String(n))
+	if byCase == byLook {
+		return []string{byLook}
+	}
+	return []string{byLook, byCase}
+}
+
+// UsernamesLookAlike reports whether two usernames share a look (UsernameLooks).
+func UsernamesLookAlike(a, b string) bool {
+	lb := UsernameLooks(b)
+	return slices.ContainsFunc(UsernameLooks(a), func(k string) bool { return slices.Contains(lb, k) })
+}
+
+// UsernameSkeleton is what a username looks like, case kept: UTS #39's skeleton of its
+// normalised form. Two names with one skeleton differ in nothing a reader sees;
+// names that only share a look (UsernameLooks) may differ in case.
+func UsernameSkeleton(name string) string { return skeleton(NormalizeUsername(name)) }

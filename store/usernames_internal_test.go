@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -28,21 +29,74 @@ func TestValidateNewUsername(t *testing.T) {
 	}
 }
 
-func TestUsernameSkeleton(t *testing.T) {
-	for a, b := range map[string]string{
-		"coco":   "сосо", // all Cyrillic
-		"ABE":    "ΑΒΕ",  // all Greek
-		"ann":    "𝐚𝐧𝐧",
-		"pop":    "рор",
-		"xoxo.1": "хохо.1",
+func TestUsernameLooks(t *testing.T) {
+	// Each pair looks alike: the second may not be registered beside the first.
+	for _, pair := range [][2]string{
+		{"alice", "aIice"}, // capital I
+		{"alice", "aǀice"}, // U+01C0 dental click
+		{"alice", "ɑlice"}, // U+0251 Latin alpha
+		{"alice", "alıce"}, // U+0131 dotless i
+		{"alice", "Alice"}, // case only
+		{"alice", "ALICE"},
+		{"ivan", "Ivan"},
+		{"lvan", "Ivan"},
+		{"mary", "rnary"},
+		{"olga", "0lga"},
+		{"bob", "b0b"},
+		{"coco", "сосо"}, // all Cyrillic
+		{"ABE", "ΑΒΕ"},   // all Greek
+		{"ann", "𝐚𝐧𝐧"},
+		{"xoxo.1", "хохо.1"},
+		{"strasse", "straße"},
 	} {
-		if UsernameSkeleton(a) != UsernameSkeleton(b) {
-			t.Errorf("%q and %q look alike but have skeletons %q and %q", a, b, UsernameSkeleton(a), UsernameSkeleton(b))
+		if !UsernamesLookAlike(pair[0], pair[1]) || !UsernamesLookAlike(pair[1], pair[0]) {
+			t.Errorf("%q and %q look alike, but their looks are %q and %q", pair[0], pair[1], UsernameLooks(pair[0]), UsernameLooks(pair[1]))
 		}
 	}
-	for a, b := range map[string]string{"bob": "Bob", "jose": "josé", "ivan": "иван"} {
-		if UsernameSkeleton(a) == UsernameSkeleton(b) {
-			t.Errorf("%q and %q share the skeleton %q", a, b, UsernameSkeleton(a))
+	for _, pair := range [][2]string{{"jose", "josé"}, {"ivan", "иван"}, {"bill", "bili"}, {"anna", "anne"}, {"alice", "allce"}} {
+		if UsernamesLookAlike(pair[0], pair[1]) {
+			t.Errorf("%q and %q share a look %q", pair[0], pair[1], UsernameLooks(pair[0]))
 		}
 	}
+	// Case stays visible in the skeleton proper.
+	if UsernameSkeleton("Alice") == UsernameSkeleton("alice") || UsernameSkeleton("aIice") != UsernameSkeleton("alice") {
+		t.Errorf("skeletons: Alice %q, alice %q, aIice %q", UsernameSkeleton("Alice"), UsernameSkeleton("alice"), UsernameSkeleton("aIice"))
+	}
+}
+
+// The generated table is UTS #39's: spot checks against lines of confusables.txt.
+func TestConfusablesTable(t *testing.T) {
+	for r, want := range map[rune]string{'I': "l", '0': "O", 'ɑ': "a", 'ı': "i", 'ǀ': "l", 'm': "rn", 'а': "a", 'Ӏ': "l"} {
+		if got, ok := prototype(r); !ok || got != want {
+			t.Errorf("prototype(%q) = %q, %v; want %q", r, got, ok, want)
+		}
+	}
+	for _, r := range []rune{'a', 'l', 'b', 'z'} {
+		if got, ok := prototype(r); ok {
+			t.Errorf("prototype(%q) = %q; a prototype has none", r, got)
+		}
+	}
+	if ConfusablesVersion == "" || len(confusables) < 6000 {
+		t.Errorf("table %s has %d entries", ConfusablesVersion, len(confusables))
+	}
+}
+
+// Whatever a client sends, a name has one or two looks, the same as its normalised
+// form's, and looks like itself and its normalised form.
+func FuzzUsernameLooks(f *testing.F) {
+	for _, s := range []string{"alice", "aIice", "ALICE", "0lga", "ｖｉｃｔｉｍ", "straße", "İstanbul", "\u0000", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		looks := UsernameLooks(name)
+		if len(looks) < 1 || len(looks) > 2 || len(looks) == 2 && looks[0] == looks[1] {
+			t.Fatalf("UsernameLooks(%q) = %q", name, looks)
+		}
+		if !slices.Equal(looks, UsernameLooks(NormalizeUsername(name))) {
+			t.Fatalf("%q and its normal form %q have looks %q and %q", name, NormalizeUsername(name), looks, UsernameLooks(NormalizeUsername(name)))
+		}
+		if !UsernamesLookAlike(name, name) || !UsernamesLookAlike(name, NormalizeUsername(name)) {
+			t.Fatalf("%q does not look like itself", name)
+		}
+	})
 }

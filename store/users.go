@@ -120,7 +120,7 @@ func ValidateName(v string) string {
 	case utf8.RuneCountInString(v) > maxPersonName:
 		return "must be at most 150 characters"
 	}
-	return ""
+	return textProblem(v)
 }
 
 // ValidateEmail accepts "" (unset) or something shaped like an address.
@@ -132,6 +132,8 @@ func ValidateEmail(v string) string {
 	switch {
 	case len(v) > 254:
 		return "email must be at most 254 characters"
+	case !CleanText(v):
+		return "email " + textProblem(v)
 	case at < 1 || at == len(v)-1 || strings.ContainsAny(v, " \t\r\n"):
 		return "email must look like name@example.org"
 	}

@@ -31,6 +31,25 @@ type Sources struct {
 	CloudQueue func() (pending, failed, inFlight int, err error)
 	// Tiles: garden pictures queued for tiling, and being tiled now.
 	Tiles func() (queued, building int)
+	// Capacity: what the server's limits hold now.
+	Capacity func() Capacity
+	// Readiness runs the readiness checks (each bounded in time by the server).
+	Readiness func() []Check
+}
+
+// Capacity is what each of the server's limits holds now, beside the limit.
+type Capacity struct {
+	RequestSlots, RequestSlotsLimit int
+	Connections, ConnectionsLimit   int
+	BodyBytes, BodyBytesLimit       int64
+	Uploads, UploadsLimit           int
+}
+
+// Check is one readiness check's outcome; an optional one does not make the server
+// unready.
+type Check struct {
+	Name         string
+	OK, Optional bool
 }
 
 // Metrics holds the registry and the instruments.
@@ -172,11 +191,24 @@ var (
 	descCollapsed = prometheus.NewDesc("gardend_spatial_calls_collapsed_total", "Spatial calls that joined an identical call in flight instead of being sent.", nil, nil)
 	descQueue     = prometheus.NewDesc("gardend_pointcloud_queue_jobs", "Point-cloud downloads in the queue, by state: pending (due or backing off), failed (out of attempts).", []string{"state"}, nil)
 	descInFlight  = prometheus.NewDesc("gardend_pointcloud_downloads_in_progress", "Point clouds being downloaded or processed now.", nil, nil)
-	descTiles     = prometheus.NewDesc("gardend_tile_queue_jobs", "Garden pictures whose thumbnail, preview and tiles are being built, by state: queued, building.", []string{"state"}, nil)
+
+	descSlots       = prometheus.NewDesc("gardend_request_slots_used", "Request slots (--max-concurrent) taken by requests being handled.", nil, nil)
+	descSlotsLimit  = prometheus.NewDesc("gardend_request_slots_limit", "Request slots in all (--max-concurrent).", nil, nil)
+	descConns       = prometheus.NewDesc("gardend_connections_open", "Connections open on the public listener.", nil, nil)
+	descConnsLimit  = prometheus.NewDesc("gardend_connections_limit", "Connections the public listener keeps open at most (--max-conns).", nil, nil)
+	descBodies      = prometheus.NewDesc("gardend_body_buffer_bytes", "Memory of request bodies read ahead of a request slot, as charged to their budget.", nil, nil)
+	descBodiesLimit = prometheus.NewDesc("gardend_body_buffer_limit_bytes", "The budget of request bodies read ahead of a request slot.", nil, nil)
+	descUploads     = prometheus.NewDesc("gardend_uploads_in_progress", "Image uploads holding an upload slot (--max-uploads).", nil, nil)
+	descUploadLimit = prometheus.NewDesc("gardend_uploads_limit", "Upload slots in all (--max-uploads).", nil, nil)
+	descReady       = prometheus.NewDesc("gardend_ready", "1 while every required readiness check passes (what GET /readyz answers 200 for), else 0.", nil, nil)
+	descTiles       = prometheus.NewDesc("gardend_tile_queue_jobs", "Garden pictures whose thumbnail, preview and tiles are being built, by state: queued, building.", []string{"state"}, nil)
+	descCheck       = prometheus.NewDesc("gardend_readiness_check_ok", "1 while the readiness check passes, else 0; an optional check (spatial) does not make the server unready.", []string{"check", "optional"}, nil)
 )
 
 func (c sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHashing, descWaiting, descHits, descCollapsed, descQueue, descInFlight, descTiles} {
+	for _, d := range []*prometheus.Desc{descHashing, descWaiting, descHits, descCollapsed, descQueue, descInFlight,
+		descSlots, descSlotsLimit, descConns, descConnsLimit, descBodies, descBodiesLimit, descUploads, descUploadLimit,
+		descReady, descCheck, descTiles} {
 		ch <- d
 	}
 }
@@ -199,6 +231,31 @@ func (c sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		queued, building := src.Tiles()
 		ch <- prometheus.MustNewConstMetric(descTiles, prometheus.GaugeValue, float64(queued), "queued")
 		ch <- prometheus.MustNewConstMetric(descTiles, prometheus.GaugeValue, float64(building), "building")
+	}
+	if src.Capacity != nil {
+		c := src.Capacity()
+		gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+		gauge(descSlots, float64(c.RequestSlots))
+		gauge(descSlotsLimit, float64(c.RequestSlotsLimit))
+		gauge(descConns, float64(c.Connections))
+		gauge(descConnsLimit, float64(c.ConnectionsLimit))
+		gauge(descBodies, float64(c.BodyBytes))
+		gauge(descBodiesLimit, float64(c.BodyBytesLimit))
+		gauge(descUploads, float64(c.Uploads))
+		gauge(descUploadLimit, float64(c.UploadsLimit))
+	}
+	if src.Readiness != nil {
+		ready := 1.0
+		for _, c := range src.Readiness() {
+			ok := 0.0
+			if c.OK {
+				ok = 1
+			} else if !c.Optional {
+				ready = 0
+			}
+			ch <- prometheus.MustNewConstMetric(descCheck, prometheus.GaugeValue, ok, c.Name, strconv.FormatBool(c.Optional))
+		}
+		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready)
 	}
 	if src.CloudQueue != nil {
 		pending, failed, inFlight, err := src.CloudQueue()

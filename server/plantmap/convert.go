@@ -32,6 +32,9 @@ type Converted struct {
 	ImageFiles map[uint64]string
 	// coordinatePKs is, per garden pk, its coordinates' pks in the order kept.
 	coordinatePKs map[uint64][]string
+	// CostlyHashes are the users (by pk) whose hash costs more than
+	// store.MaxHashCost logins to check: imported unusable.
+	CostlyHashes map[uint64]bool
 }
 
 type converter struct {
@@ -198,7 +201,8 @@ func (c *converter) pk(rec Record) (uint64, bool) {
 // checks gardend's rules when it plans the Import; Convert checks what only the dump
 // can tell (types, references to records the dump lacks, how Django spelled things).
 func Convert(d *Dump) *Converted {
-	out := &Converted{Import: store.Import{Source: Source}, ImageFiles: map[uint64]string{}, coordinatePKs: map[uint64][]string{}}
+	out := &Converted{Import: store.Import{Source: Source}, ImageFiles: map[uint64]string{}, coordinatePKs: map[uint64][]string{},
+		CostlyHashes: map[uint64]bool{}}
 	c := &converter{out: out, users: map[string]uint64{}}
 	for _, rec := range d.Records[ModelUser] {
 		var u struct {
@@ -242,7 +246,16 @@ func (c *converter) convertUsers(recs []Record) {
 		if f.bad {
 			return
 		}
+		_, cost, _ := store.HashKind(hash)
 		switch alg, supported := store.DjangoHashAlgorithm(hash); {
+		case supported && cost > store.MaxHashCost:
+			// Every wrong password would cost seconds of CPU, every login by anyone
+			// who guesses the name too (the decoy of unknown names matches the
+			// slowest kind stored). Kept, but unusable: an administrator sets a new
+			// password.
+			hash = "!" + hash
+			c.out.CostlyHashes[id] = true
+			c.problem(rec, true, "its password hash (%s) costs %.0f logins to check, more than the %d gardend allows: imported without a usable password; set one with gardend user reset-password", alg, cost, store.MaxHashCost)
 		case hash == "":
 			hash = "!"
 			c.problem(rec, true, "no password hash: imported without a usable password")

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image/png"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,41 +108,112 @@ func containsAll(t *testing.T, what string, got []string, want ...string) {
 	}
 }
 
-// TestImportFixtures: the original project's fixtures, as they are, come over whole
-// with their ids; the JPEG "PNG" is converted once, pixel for pixel, for the three
-// gardens that show it; a second run changes nothing. (The real sample image is
-// converted by the end-to-end test in cli, outside the race detector.)
-func TestImportFixtures(t *testing.T) {
+// TestImportSample: a PlantMap installation (the generated one, and the original
+// project's sample data when it is at hand) comes over whole with its ids; the JPEG
+// "PNG" is converted once, pixel for pixel, for the gardens that show it; every
+// password hash is kept as Django wrote it, for a hasher gardend verifies; a second
+// run changes nothing. (cli's end-to-end test logs in with each hash.)
+func TestImportSample(t *testing.T) {
+	var shapes []string
+	for _, s := range plantmaptest.Samples(t, plantmaptest.Options{}) {
+		shapes = append(shapes, shapeOf(s.Entries(t)))
+		t.Run(s.Name, func(t *testing.T) { testImportSample(t, s) })
+	}
+	// The generated installation has the original's shape: its models, how many of
+	// each, their fields. (Compared when the original is at hand; the literal counts
+	// below hold either way.)
+	if len(shapes) == 2 && shapes[0] != shapes[1] {
+		t.Errorf("generated:\n%s\noriginal:\n%s", shapes[0], shapes[1])
+	}
+	const want = `auth.user 5: email first_name last_name password username
+restapi.bed 11: garden uuid
+restapi.company 4: name
+restapi.companypermission 3: company permission user
+restapi.coordinate 9: garden latitude longitude name
+restapi.garden 4: company image_path name
+restapi.gardenpermission 2: garden permission user
+restapi.widget 5: data user
+`
+	if shapes[0] != want {
+		t.Errorf("generated shape:\n%s\nwant:\n%s", shapes[0], want)
+	}
+}
+
+// shapeOf lists per model the number of entries and their fields.
+func shapeOf(entries []plantmaptest.Entry) string {
+	counts := map[string]int{}
+	fields := map[string]map[string]bool{}
+	for _, e := range entries {
+		counts[e.Model]++
+		if fields[e.Model] == nil {
+			fields[e.Model] = map[string]bool{}
+		}
+		for f := range e.Fields {
+			fields[e.Model][f] = true
+		}
+	}
+	var b strings.Builder
+	for _, m := range slices.Sorted(maps.Keys(counts)) {
+		fmt.Fprintf(&b, "%s %d: %s\n", m, counts[m], strings.Join(slices.Sorted(maps.Keys(fields[m])), " "))
+	}
+	return b.String()
+}
+
+func testImportSample(t *testing.T, s *plantmaptest.Sample) {
 	tg := newTarget(t)
-	dump := plantmaptest.Encode(t, plantmaptest.Fixtures(t))
-	media, jpg := plantmaptest.SmallMedia(t)
-	res, err := tg.run(t, dump, media, false)
+	entries := s.Entries(t)
+	res, err := tg.run(t, s.Dump(), s.MediaDir, false)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, strings.Join(messages(res, false), "\n"))
 	}
-	for model, want := range map[string]int{
-		plantmap.ModelUser: 5, plantmap.ModelCompany: 4, plantmap.ModelGarden: 4, plantmap.ModelBed: 11,
-		plantmap.ModelCompanyPerm: 3, plantmap.ModelGardenPerm: 2, plantmap.ModelWidget: 5,
-	} {
-		if c := count(res, model); c.InDump != want || c.New != want || !c.KeepsIDs && model != plantmap.ModelWidget {
+	inDump := map[string]int{}
+	var withPicture []uint64
+	admins := map[string]bool{}
+	var coordinates int
+	for _, e := range entries {
+		inDump[e.Model]++
+		switch e.Model {
+		case plantmap.ModelGarden:
+			if e.Fields["image_path"] != "" {
+				withPicture = append(withPicture, uint64(number(t, e.PK)))
+			}
+		case plantmap.ModelCompanyPerm:
+			if e.Fields["permission"] == "a" {
+				admins[fmt.Sprint(e.Fields["company"])] = true
+			}
+		case plantmap.ModelCoordinate:
+			coordinates++
+		}
+	}
+	for _, model := range []string{plantmap.ModelUser, plantmap.ModelCompany, plantmap.ModelGarden, plantmap.ModelBed,
+		plantmap.ModelCompanyPerm, plantmap.ModelGardenPerm, plantmap.ModelWidget} {
+		want := inDump[model]
+		if c := count(res, model); want == 0 || c.InDump != want || c.New != want || !c.KeepsIDs && model != plantmap.ModelWidget {
 			t.Errorf("%s: %+v, want %d new with their ids", model, c, want)
 		}
 	}
-	if res.Coordinates != 9 || !res.Written || len(messages(res, false)) != 0 {
-		t.Errorf("coordinates %d, written %v, errors %v", res.Coordinates, res.Written, messages(res, false))
+	if res.Coordinates != coordinates || !res.Written || len(messages(res, false)) != 0 {
+		t.Errorf("coordinates %d (dump: %d), written %v, errors %v", res.Coordinates, coordinates, res.Written, messages(res, false))
 	}
-	containsAll(t, "warnings", messages(res, true),
-		"restapi.company pk=3: the company has no admin", "restapi.company pk=4: the company has no admin",
-		"auth.user pk=1: no date_joined")
+	wantWarnings := []string{"auth.user pk=1: no date_joined"}
+	for _, e := range entries {
+		if pk := fmt.Sprint(e.PK); e.Model == plantmap.ModelCompany && !admins[pk] {
+			wantWarnings = append(wantWarnings, "restapi.company pk="+pk+": the company has no admin")
+		}
+	}
+	if len(wantWarnings) < 2 {
+		t.Errorf("the sample has no company without an admin")
+	}
+	containsAll(t, "warnings", messages(res, true), wantWarnings...)
 	if len(res.Conversions) != 1 {
 		t.Fatalf("conversions %+v", res.Conversions)
 	}
-	if c := res.Conversions[0]; c.File != plantmaptest.ImageFile || c.Format != "jpeg" || c.Width != 40 || c.Height != 30 || !slices.Equal(c.Gardens, []uint64{1, 3, 4}) {
-		t.Errorf("conversion %+v", c)
+	if c := res.Conversions[0]; c.File != s.ImageFile || c.Format != "jpeg" || c.Width != s.Width || c.Height != s.Height || !slices.Equal(c.Gardens, withPicture) || len(withPicture) < 2 {
+		t.Errorf("conversion %+v, want %s %d×%d for gardens %v", c, s.ImageFile, s.Width, s.Height, withPicture)
 	}
 
-	// The gardens with an image each have their own PNG of the original's size.
-	for _, id := range []uint64{1, 3, 4} {
+	// The gardens with a picture each have their own PNG of the original's size.
+	for _, id := range withPicture {
 		path, cs, err := tg.st.GardenImage(id)
 		if err != nil || len(cs) != 3 {
 			t.Fatalf("garden %d: %q %v %v", id, path, cs, err)
@@ -148,45 +222,68 @@ func TestImportFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w, h, err := imagestore.CheckPNG(data); err != nil || w != 40 || h != 30 {
+		if w, h, err := imagestore.CheckPNG(data); err != nil || w != s.Width || h != s.Height {
 			t.Errorf("garden %d image: %d×%d %v", id, w, h, err)
 		}
 		got, err := png.Decode(bytes.NewReader(data))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for y := 0; y < 30; y++ {
-			for x := 0; x < 40; x++ {
-				r0, g0, b0, a0 := jpg.At(x, y).RGBA()
+		for y := 0; y < s.Height; y++ {
+			for x := 0; x < s.Width; x++ {
+				r0, g0, b0, a0 := s.Image.At(x, y).RGBA()
 				r1, g1, b1, a1 := got.At(x, y).RGBA()
 				if r0>>8 != r1>>8 || g0>>8 != g1>>8 || b0>>8 != b1>>8 || a0 != a1 {
-					t.Fatalf("garden %d: pixel %d,%d is %v, the JPEG's %v", id, x, y, got.At(x, y), jpg.At(x, y))
+					t.Fatalf("garden %d: pixel %d,%d is %v, the JPEG's %v", id, x, y, got.At(x, y), s.Image.At(x, y))
 				}
 			}
 		}
 	}
-	if g, _ := tg.st.Garden(2); g.ImagePath != nil || g.Name != "Garden-2" || g.Company != 1 {
-		t.Errorf("garden 2: %+v", g)
-	}
-	if len(tg.imageFiles(t)) != 3 {
+	if len(tg.imageFiles(t)) != len(withPicture) {
 		t.Errorf("image files %v", tg.imageFiles(t))
 	}
-	u, err := tg.st.UserByUsername("Admin")
-	if err != nil || u.ID != 1 || u.PasswordHash != "pbkdf2_sha256$320000$LuKlEyk1ZdbXx8ctkvF9c7$21bgLk3zi8fHBCZdTkAKQT8e0nIGe7A+gmS4zFaqzd4=" || u.SiteAdmin {
-		t.Errorf("Admin: %+v %v", u, err)
+	hashers := map[string]bool{}
+	for _, e := range entries {
+		switch e.Model {
+		case plantmap.ModelGarden:
+			id := uint64(number(t, e.PK))
+			if g, _ := tg.st.Garden(id); slices.Contains(withPicture, id) != (g.ImagePath != nil) || g.Name != e.Fields["name"] || g.Company != uint64(number(t, e.Fields["company"])) {
+				t.Errorf("garden %d: %+v, dump %v", id, g, e.Fields)
+			}
+		case plantmap.ModelUser:
+			u, err := tg.st.UserByUsername(e.Fields["username"].(string))
+			alg, supported := store.DjangoHashAlgorithm(u.PasswordHash)
+			if err != nil || u.ID != uint64(number(t, e.PK)) || u.PasswordHash != e.Fields["password"] || !supported || u.SiteAdmin {
+				t.Errorf("user %v: %+v %v (hash %s, verified: %v)", e.Fields["username"], u, err, alg, supported)
+			}
+			hashers[alg] = true
+		}
+	}
+	if s.Name == "generated" && len(hashers) != 3 {
+		t.Errorf("hashers %v, want pbkdf2_sha256, bcrypt_sha256 and argon2", hashers)
 	}
 
 	// Again: nothing new, nothing written, no image added.
-	again, err := tg.run(t, dump, media, false)
+	again, err := tg.run(t, s.Dump(), s.MediaDir, false)
 	if err != nil || again.Written || again.Plan.HasNew() {
 		t.Fatalf("second run: %v written %v", err, again.Written)
 	}
-	if c := count(again, plantmap.ModelBed); c.Already != 11 || c.New != 0 {
+	if c := count(again, plantmap.ModelBed); c.Already != inDump[plantmap.ModelBed] || c.New != 0 {
 		t.Errorf("second run beds: %+v", c)
 	}
-	if n := len(tg.imageFiles(t)); n != 3 {
+	if n := len(tg.imageFiles(t)); n != len(withPicture) {
 		t.Errorf("%d image files after the second run", n)
 	}
+}
+
+// number reads a pk or reference as the dump decodes it.
+func number(t *testing.T, v any) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+	if err != nil {
+		t.Fatalf("%v is not a number", v)
+	}
+	return n
 }
 
 // TestImportFullDump: a real dumpdata export holds more models and fields; the extra
@@ -194,8 +291,8 @@ func TestImportFixtures(t *testing.T) {
 // before writes nothing at all.
 func TestImportFullDump(t *testing.T) {
 	tg := newTarget(t)
-	dump := plantmaptest.Encode(t, plantmaptest.FullDump(t))
-	media, _ := plantmaptest.SmallMedia(t)
+	sample := plantmaptest.Generate(t, plantmaptest.Options{})
+	dump, media := plantmaptest.Encode(t, plantmaptest.FullDump(t, sample.Entries(t))), sample.MediaDir
 	dry, err := tg.run(t, dump, media, true)
 	if err != nil || dry.Written || count(dry, plantmap.ModelUser).New != 5 {
 		t.Fatalf("dry run: %v %+v", err, dry)
@@ -217,13 +314,13 @@ func TestImportFullDump(t *testing.T) {
 	if len(res.SkippedModels) != len(wantSkipped) {
 		t.Errorf("skipped models %v", res.SkippedModels)
 	}
-	admin, _ := tg.st.UserByUsername("Admin")
-	g1, _ := tg.st.UserByUsername("Gardener-1")
+	admin, _ := tg.st.UserByID(1)
+	g1, _ := tg.st.UserByID(2)
 	if !admin.SiteAdmin || admin.LastLogin != nil || !admin.DateJoined.Equal(time.Date(2022, 11, 10, 9, 0, 0, 123e6, time.UTC)) {
-		t.Errorf("Admin: %+v", admin)
+		t.Errorf("user 1: %+v", admin)
 	}
 	if g1.SiteAdmin || g1.LastLogin == nil || !g1.LastLogin.Equal(time.Date(2023, 2, 1, 12, 30, 45, 678e6, time.UTC)) {
-		t.Errorf("Gardener-1: %+v", g1)
+		t.Errorf("user 2: %+v", g1)
 	}
 	if slices.ContainsFunc(messages(res, true), func(m string) bool { return strings.Contains(m, "date_joined") }) {
 		t.Errorf("warnings about dates the dump has: %v", messages(res, true))
@@ -234,9 +331,9 @@ func TestImportFullDump(t *testing.T) {
 // pk, all at once, and nothing is written.
 func TestImportReportsEveryProblem(t *testing.T) {
 	tg := newTarget(t)
-	entries := plantmaptest.Fixtures(t)
+	entries := plantmaptest.Generate(t, plantmaptest.Options{}).Entries(t)
 	entries = append(entries,
-		plantmaptest.Entry{Model: "auth.user", PK: 6, Fields: map[string]any{"username": "admin", "first_name": "a", "last_name": "b", "email": "", "password": "md5$x$y"}},
+		plantmaptest.Entry{Model: "auth.user", PK: 6, Fields: map[string]any{"username": "ANA", "first_name": "a", "last_name": "b", "email": "", "password": "md5$x$y"}},
 		plantmaptest.Entry{Model: "auth.user", PK: 7, Fields: map[string]any{"username": "bad name", "password": "!"}},
 		plantmaptest.Entry{Model: "restapi.company", PK: 5, Fields: map[string]any{"name": strings.Repeat("x", 200)}},
 		plantmaptest.Entry{Model: "restapi.company", PK: 6, Fields: map[string]any{"name": nil}},
@@ -244,7 +341,7 @@ func TestImportReportsEveryProblem(t *testing.T) {
 		plantmaptest.Entry{Model: "restapi.coordinate", PK: 11, Fields: map[string]any{"name": "x", "latitude": 1, "longitude": 2, "garden": 77}},
 		plantmaptest.Entry{Model: "restapi.companypermission", PK: 4, Fields: map[string]any{"permission": "a", "company": 1, "user": 99}},
 		plantmaptest.Entry{Model: "restapi.gardenpermission", PK: 3, Fields: map[string]any{"permission": "x", "garden": 2, "user": 2}},
-		plantmaptest.Entry{Model: "restapi.bed", PK: 12, Fields: map[string]any{"uuid": "e1ef73b1258b475a996d2b72924c27ac", "garden": 1}},
+		plantmaptest.Entry{Model: "restapi.bed", PK: 12, Fields: map[string]any{"uuid": plantmaptest.ProjectUUID(1), "garden": 1}},
 		plantmaptest.Entry{Model: "restapi.bed", PK: 13, Fields: map[string]any{"uuid": 42, "garden": 1}},
 		plantmaptest.Entry{Model: "restapi.sensor", PK: 1, Fields: map[string]any{"kind": "soil"}},
 	)
@@ -264,7 +361,7 @@ func TestImportReportsEveryProblem(t *testing.T) {
 		"restapi.bed pk=13: uuid must be a string",
 	)
 	containsAll(t, "warnings", messages(res, true),
-		`auth.user pk=6: username "admin" differs from "Admin" (id 1) only in case`,
+		`auth.user pk=6: username "ANA" looks like "ana" (id 1) but for case`,
 		`auth.user pk=6: its password hash ("md5") is not one gardend verifies`,
 		`restapi.company pk=6: it has no name; imported as "Company 6"`,
 		"restapi.sensor pk=*: 1 records left out",
@@ -281,11 +378,10 @@ func TestImportReportsEveryProblem(t *testing.T) {
 // fails are removed; the database stays as it was.
 func TestImportUndoesImagesWhenTheWriteFails(t *testing.T) {
 	tg := newTarget(t)
-	dump := plantmaptest.Encode(t, plantmaptest.Fixtures(t))
+	sample := plantmaptest.Generate(t, plantmaptest.Options{})
 	failing := &failingStore{Store: tg.st}
-	media, _ := plantmaptest.SmallMedia(t)
 	res, err := plantmap.Import(context.Background(), plantmap.Options{
-		Dump: readDump(t, dump), MediaDir: media, Store: failing, Images: tg.images,
+		Dump: readDump(t, sample.Dump()), MediaDir: sample.MediaDir, Store: failing, Images: tg.images,
 	})
 	if err == nil || res.Written || !failing.applied {
 		t.Fatalf("import over a failing write: %v", err)
@@ -365,5 +461,43 @@ func TestNaturalKeysAndDjangoSpellings(t *testing.T) {
 	}
 	if w, _ := tg.st.Widgets(ben.ID); string(w) != `"[\"weather\"]"` {
 		t.Errorf("widgets %s", w)
+	}
+}
+
+// TestImportCostlyHashesUnusable: a hash that costs more than store.MaxHashCost logins
+// to check (pbkdf2_sha1 with 10,000,000 iterations: seconds of CPU per wrong password,
+// anonymous ones included) is imported unusable and counted; Django's defaults are
+// imported as they are.
+func TestImportCostlyHashesUnusable(t *testing.T) {
+	tg := newTarget(t)
+	const (
+		costly  = "pbkdf2_sha1$10000000$KQ8zeK6wKRuR$tSJh4xdxfMJotlxfkCGjTFpGYZU="
+		bcrypt  = "bcrypt$$2b$14$X2DPxLUP650uETGYOrXZS.4zW1Jk4nVG1fyYUXmfvOi3Zfe4DEgpK"
+		django6 = "pbkdf2_sha256$1200000$LuKlEyk1ZdbXx8ctkvF9c7$21bgLk3zi8fHBCZdTkAKQT8e0nIGe7A+gmS4zFaqzd4="
+	)
+	dump := `[
+ {"model": "auth.user", "pk": 1, "fields": {"username": "slow", "password": "` + costly + `", "date_joined": "2021-05-06T07:08:09Z"}},
+ {"model": "auth.user", "pk": 2, "fields": {"username": "slower", "password": "` + bcrypt + `", "date_joined": "2021-05-06T07:08:09Z"}},
+ {"model": "auth.user", "pk": 3, "fields": {"username": "usual", "password": "` + django6 + `", "date_joined": "2021-05-06T07:08:09Z"}}
+]`
+	res, err := tg.run(t, []byte(dump), "", false)
+	if err != nil {
+		t.Fatalf("%v %v", err, messages(res, false))
+	}
+	containsAll(t, "warnings", messages(res, true),
+		"auth.user pk=1: its password hash (pbkdf2_sha1) costs 56 logins to check",
+		"auth.user pk=2: its password hash (bcrypt) costs 29 logins to check")
+	if !slices.Equal(res.CostlyHashes, []string{"slow", "slower"}) {
+		t.Errorf("CostlyHashes = %q", res.CostlyHashes)
+	}
+	for name, want := range map[string]string{"slow": "!" + costly, "slower": "!" + bcrypt, "usual": django6} {
+		if u, err := tg.st.UserByUsername(name); err != nil || u.PasswordHash != want {
+			t.Errorf("%s: hash %q, %v; want %q", name, u.PasswordHash, err, want)
+		}
+	}
+	// Again: nothing new, nothing counted.
+	res, err = tg.run(t, []byte(dump), "", false)
+	if err != nil || len(res.CostlyHashes) != 0 {
+		t.Errorf("second run: %q, %v", res.CostlyHashes, err)
 	}
 }

@@ -1,9 +1,12 @@
 package plantmap
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,7 +20,7 @@ var ErrProblems = errors.New("the dump has errors; nothing was imported")
 
 // Images is where the import puts garden images (imagestore.Store).
 type Images interface {
-	Put(data []byte) (rel string, err error)
+	PutFrom(r io.Reader) (rel string, err error)
 	Remove(rel string) error
 }
 
@@ -33,6 +36,10 @@ type Options struct {
 	// the database is opened.
 	Dump     *Dump
 	MediaDir string
+	// SpoolDir is where the images wait, as PNG, for the write (a directory of their
+	// own is made in it and removed); "" is the system's temporary directory. Put it
+	// on a disk: the images are as large as they are.
+	SpoolDir string
 	DryRun   bool
 	Store    Store
 	Images   Images
@@ -67,6 +74,9 @@ type Result struct {
 	Coordinates   int
 	Conversions   []Conversion
 	SkippedModels map[string]int
+	// CostlyHashes are the usernames of the new users imported without a usable
+	// password because their hash costs too much to check (Converted.CostlyHashes).
+	CostlyHashes []string
 	// Written is false for a dry run, one with errors, and one with nothing new.
 	Written bool
 }
@@ -108,10 +118,28 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 			Message: conv.coordinateNames(p), Warning: p.Warning})
 	}
 	res.Counts = counts(conv.Import, plan)
+	for _, u := range conv.Import.Users {
+		if kp := plan.Kinds[store.ImportUsers]; kp != nil && conv.CostlyHashes[u.Key] && slices.Contains(kp.New, u.Key) {
+			res.CostlyHashes = append(res.CostlyHashes, u.Username)
+		}
+	}
 
 	// The images of the gardens to write, each file read and converted once however
 	// many gardens show it; a dry run reads them too, so its report is complete.
-	images, err := loadImages(ctx, conv, plan.NewGardensWithImage(conv.Import), o.MediaDir, res, progress)
+	media, err := OpenMedia(o.MediaDir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = media.Close() }() // a directory read only
+	spool := ""
+	if !o.DryRun {
+		// ".tmp-": backups leave it out, should the import die before removing it.
+		if spool, err = os.MkdirTemp(o.SpoolDir, ".tmp-import-images-"); err != nil {
+			return nil, fmt.Errorf("image spool: %w", err)
+		}
+		defer func() { _ = os.RemoveAll(spool) }() // best effort: backups skip .tmp- anyway
+	}
+	images, err := loadImages(ctx, conv, plan.NewGardensWithImage(conv.Import), media, spool, res, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +157,7 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	for _, key := range plan.NewGardensWithImage(conv.Import) {
-		rel, err := o.Images.Put(images[key].PNG)
+		rel, err := putImage(o.Images, images[key].File)
 		if err != nil {
 			undo()
 			return res, fmt.Errorf("write the image of garden %d: %w", key, err)
@@ -144,9 +172,21 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
-// loadImages reads the image of each garden in keys, reporting a file that cannot be
-// used as an error of every garden that refers to it, and the conversions in res.
-func loadImages(ctx context.Context, conv *Converted, keys []uint64, media string, res *Result, progress func(string, int64, int64)) (map[uint64]Image, error) {
+// putImage stores the spooled image file.
+func putImage(images Images, file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }() // read only
+	return images.PutFrom(f)
+}
+
+// loadImages reads the image of each garden in keys into the spool directory as PNG
+// (spool "": only checks them), reporting a file that cannot be used as an error of
+// every garden that refers to it, and the conversions in res. One image at a time is
+// in memory, and only a JPEG or GIF being converted (within MaxDecodeBytes).
+func loadImages(ctx context.Context, conv *Converted, keys []uint64, media *Media, spool string, res *Result, progress func(string, int64, int64)) (map[uint64]Image, error) {
 	var files []string
 	for _, key := range keys {
 		if name := conv.ImageFiles[key]; !slices.Contains(files, name) {
@@ -159,7 +199,12 @@ func loadImages(ctx context.Context, conv *Converted, keys []uint64, media strin
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if img, err := LoadImage(media, name); err != nil {
+		img, err := spoolImage(media, name, spool)
+		var disk *spoolError
+		if errors.As(err, &disk) {
+			return nil, disk.err // the spool's, not the image's
+		}
+		if err != nil {
 			failed[name] = err
 		} else {
 			loaded[name] = img
@@ -189,6 +234,55 @@ func loadImages(ctx context.Context, conv *Converted, keys []uint64, media strin
 		}
 	}
 	return images, nil
+}
+
+// spoolError is a failure to write the spool.
+type spoolError struct{ err error }
+
+func (e *spoolError) Error() string { return e.err.Error() }
+
+// spoolImage loads the image name into a file of the spool directory (spool "": only
+// checks it).
+func spoolImage(media *Media, name, spool string) (Image, error) {
+	if spool == "" {
+		return media.LoadImage(name, nil)
+	}
+	f, err := os.CreateTemp(spool, "image-*.png")
+	if err != nil {
+		return Image{}, &spoolError{fmt.Errorf("image spool: %w", err)}
+	}
+	w := &spoolWriter{w: bufio.NewWriterSize(f, 64<<10)}
+	img, err := media.LoadImage(name, w)
+	if ferr := w.w.Flush(); ferr != nil && w.err == nil {
+		w.err = ferr
+	}
+	if cerr := f.Close(); cerr != nil && w.err == nil {
+		w.err = cerr
+	}
+	if w.err != nil {
+		err = &spoolError{fmt.Errorf("image spool: %w", w.err)}
+	}
+	if err != nil {
+		_ = os.Remove(f.Name()) // the spool goes as a whole anyway
+		return Image{}, err
+	}
+	img.File = f.Name()
+	return img, nil
+}
+
+// spoolWriter keeps the first write error, telling the disk's failures apart from
+// the image's.
+type spoolWriter struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (s *spoolWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }
 
 var coordinateIndex = regexp.MustCompile(`coordinates\[(\d+)\](\.?)`)

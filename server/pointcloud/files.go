@@ -31,12 +31,12 @@ const tempPrefix = ".tmp-"
 var ErrNotKept = fmt.Errorf("point cloud not kept: %w", fs.ErrNotExist)
 
 // Files are the kept PLY files of a data directory. Files the pool writes or reads
-// count against the disk budget (Config.MaxBytes); the centres of kept clouds are
-// cached. A Files is safe for concurrent use.
+// count against the disk budget (Config.MaxBytes); what one pass over a kept cloud
+// tells is cached. A Files is safe for concurrent use.
 type Files struct {
-	dir     string
-	budget  *budget // nil without a limit
-	centres centreCache
+	dir       string
+	budget    *budget // nil without a limit
+	statCache statsCache
 }
 
 // NewFiles is the pointclouds/ directory of dataDir, kept within maxBytes (0: no
@@ -74,6 +74,16 @@ func (f *Files) Open(project, cloudUUID string) (*os.File, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	return file, st, nil
+}
+
+// Kept reports whether the cloud has a file here.
+func (f *Files) Kept(project, cloudUUID string) bool {
+	path, err := f.Path(project, cloudUUID)
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // write keeps pc as binary PLY, atomically (a crash never leaves a half-written cloud

@@ -26,8 +26,15 @@ func (p *Pool) fetch(ctx context.Context, j store.CloudJob) Event {
 		p.failed(j, err)
 		return ev
 	}
+	// The cloud is in memory from here until the position is computed.
+	release, err := p.holdCloud(ctx)
+	if err != nil {
+		ev.Err = err
+		return ev
+	}
 	pc, size, source, err := p.load(ctx, path, j)
 	if err != nil {
+		release()
 		ev.Err = err
 		if ctx.Err() == nil {
 			p.failed(j, err)
@@ -44,6 +51,7 @@ func (p *Pool) fetch(ctx context.Context, j store.CloudJob) Event {
 	} else {
 		pos.Position = &store.LatLon{Lat: ll.Lat, Lon: ll.Lon}
 	}
+	release()
 	if err := p.store.CompleteCloudJob(pos); err != nil {
 		ev.Err = err
 		if errors.Is(err, store.ErrNotFound) {

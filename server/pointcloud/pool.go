@@ -48,11 +48,13 @@ type Pool struct {
 	watchers map[int]func(Event)
 	nextW    int
 
-	// Refills of clouds other nodes downloaded (refill.go): in progress by
-	// project|0|cloud, at most Workers at once, under base (Run's context while it runs).
-	refills     map[string]*refill
-	refillSlots chan struct{}
-	base        context.Context
+	// Refills of clouds not kept here (refill.go): in progress by project|0|cloud,
+	// under base (Run's context while it runs).
+	refills map[string]*refill
+	base    context.Context
+	// clouds holds a slot for every cloud in memory (a job's, a refill's): at most
+	// Workers at once, each up to the spatial client's largest message.
+	clouds chan struct{}
 }
 
 // Event is the outcome of one attempt at a job.
@@ -80,13 +82,24 @@ func NewPool(st Store, source Source, files *Files, cfg Config, now func() time.
 		idle:     make(chan struct{}),
 		watchers: map[int]func(Event){},
 
-		refills:     map[string]*refill{},
-		refillSlots: make(chan struct{}, cfg.WithDefaults().Workers),
-		base:        context.Background(),
+		refills: map[string]*refill{},
+		base:    context.Background(),
+		clouds:  make(chan struct{}, cfg.WithDefaults().Workers),
 	}
 }
 
 func jobKey(project, cloud string) string { return project + "\x00" + cloud }
+
+// holdCloud takes a slot for a cloud in memory, waiting until ctx ends; call the
+// result to give it back.
+func (p *Pool) holdCloud(ctx context.Context) (release func(), err error) {
+	select {
+	case p.clouds <- struct{}{}:
+		return func() { <-p.clouds }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
 
 // Run dispatches due jobs to the workers until ctx ends; a job in progress then is
 // abandoned as it was (its attempt is not counted), the workers are waited for and the
@@ -340,19 +353,73 @@ func (p *Pool) Enqueue(jobs []store.CloudJob) {
 	}
 }
 
-// QueueCloud queues the download of one cloud of bed, if it needs one (a viewer
-// asked for a cloud that is not kept).
-func (p *Pool) QueueCloud(b spatial.Bed, cloudUUID string) {
-	_, jobs, err := p.Coords(b, false)
-	if err != nil {
-		p.log.Error().Err(err).Str("project", b.ProjectUUID).Msg("read plant positions")
-		return
-	}
-	var mine []store.CloudJob
-	for _, j := range jobs {
-		if j.Cloud == cloudUUID {
-			mine = append(mine, j)
+// Why Fetch could not make a cloud kept.
+var (
+	// ErrQueued: the cloud's position is not computed yet; its download is queued,
+	// and keeps the file too.
+	ErrQueued = errors.New("its point cloud is not downloaded yet; it is queued, ask again in a few seconds")
+	// ErrDownloadFailed: the download ran out of attempts; a request after
+	// Config.Rearm queues it again.
+	ErrDownloadFailed = errors.New("the download of its point cloud failed; it is tried again later")
+	// ErrNoPosition: nothing can place the cloud (no transform for its frame, a bad
+	// origin), so it is never downloaded.
+	ErrNoPosition = errors.New("its point cloud cannot be placed on the map (no transform for its frame), so it is not downloaded")
+)
+
+// Fetch makes the cloud of a plant of bed kept, as a viewer asks for it. A cloud
+// whose position is computed is kept unless the budget evicted it (or another node
+// downloaded it): then it is fetched again, and Fetch waits for it until ctx ends. A
+// cloud without a position is queued (ErrQueued): its job keeps the file with the
+// position. The decision is the file's, never the position's: a position computed
+// long ago says nothing about a file still being there.
+func (p *Pool) Fetch(ctx context.Context, b spatial.Bed, cloudUUID string) error {
+	var in store.CloudInputs
+	ok := false
+	for _, pl := range b.Plants {
+		if pl.Cloud != nil && pl.Cloud.UUID == cloudUUID {
+			in, ok = Inputs(b, pl)
+			break
 		}
 	}
-	p.Enqueue(mine)
+	if !ok {
+		return ErrNoPosition
+	}
+	state, err := p.store.CloudState(b.ProjectUUID)
+	if err != nil {
+		return err
+	}
+	if _, fresh := state.Fresh(cloudUUID, in); fresh {
+		return p.Keep(ctx, b.ProjectUUID, cloudUUID)
+	}
+	now := p.now()
+	if state.NeedsJob(cloudUUID, in, now, p.cfg.Rearm) {
+		p.Enqueue([]store.CloudJob{{Project: b.ProjectUUID, Cloud: cloudUUID, CloudInputs: in}})
+		return ErrQueued
+	}
+	if j, ok := state.Jobs[cloudUUID]; ok && j.Failed {
+		return ErrDownloadFailed
+	}
+	return ErrQueued
+}
+
+// Evicted returns the clouds of bed whose position is computed from the inputs the
+// spatial server reports now and whose file is not kept here: evicted by the budget,
+// or downloaded by another node. (A cloud without such a position is queued or
+// failed; its job keeps the file with the position.)
+func (p *Pool) Evicted(b spatial.Bed) ([]string, error) {
+	state, err := p.store.CloudState(b.ProjectUUID)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, pl := range b.Plants {
+		in, ok := Inputs(b, pl)
+		if !ok {
+			continue
+		}
+		if _, fresh := state.Fresh(pl.Cloud.UUID, in); fresh && !p.files.Kept(b.ProjectUUID, pl.Cloud.UUID) {
+			out = append(out, pl.Cloud.UUID)
+		}
+	}
+	return out, nil
 }

@@ -8,10 +8,11 @@ import (
 // Nodes of a cluster share the positions but not the files: each keeps the clouds it
 // downloaded. A request that wants the file of a cloud another node downloaded (the 3D
 // scene, a signed URL another node handed out) has this node fetch it from the spatial
-// server into its own files: Keep waits for it, Refill starts it in the background.
-// Either way at most Config.Workers such downloads run at once, and one cloud asked
-// for by many requests is downloaded once. They touch neither the queue nor the
-// positions.
+// server into its own files; so does one the budget evicted. Keep waits for it,
+// Refill starts it in the background. Either way a download holds one of the pool's
+// cloud slots (with the jobs': at most Config.Workers clouds in memory at once), and
+// one cloud asked for by many requests is downloaded once. They touch neither the
+// queue nor the positions.
 
 // refill is one cloud being fetched into the files.
 type refill struct {
@@ -70,13 +71,12 @@ func (p *Pool) startRefill(project, cloudUUID string) (*refill, error) {
 			p.mu.Unlock()
 			close(r.done)
 		}()
-		select {
-		case p.refillSlots <- struct{}{}:
-			defer func() { <-p.refillSlots }()
-		case <-ctx.Done():
-			r.err = ctx.Err()
+		release, err := p.holdCloud(ctx)
+		if err != nil {
+			r.err = err
 			return
 		}
+		defer release()
 		pc, err := p.source.PointCloud(ctx, project, cloudUUID)
 		if err == nil {
 			_, err = p.files.write(path, pc)

@@ -2,6 +2,8 @@ package pointcloud
 
 import (
 	"context"
+	"os"
+	"slices"
 	"sync"
 
 	"github.com/gardend/gardend/store"
@@ -27,11 +29,14 @@ type Progress struct {
 
 // Sync queues every missing cloud of the projects (forcing failed and backing-off ones
 // due now) and reports its progress to emit until each has had an attempt by a pool
-// (this one, when it runs, or another node's). The last report is Final.
+// (this one, when it runs, or another node's). A cloud whose position is computed but
+// whose file is not kept here (evicted by the budget, or downloaded by another node)
+// is missing too: it is fetched again, without the queue. The last report is Final.
 func (p *Pool) Sync(ctx context.Context, projects []string, emit func(Progress)) {
 	var (
-		prog = Progress{Beds: len(projects)}
-		jobs []store.CloudJob
+		prog    = Progress{Beds: len(projects)}
+		jobs    []store.CloudJob
+		evicted []store.CloudJob // Project and Cloud only
 	)
 	for res := range p.source.Beds(ctx, projects) {
 		if res.Err != nil {
@@ -46,6 +51,15 @@ func (p *Pool) Sync(ctx context.Context, projects []string, emit func(Progress))
 			continue
 		}
 		jobs = append(jobs, bedJobs...)
+		gone, err := p.Evicted(res.Bed)
+		if err != nil {
+			prog.BedsFailed++
+			emit(Progress{Error: "project " + res.Bed.ProjectUUID + ": stored positions: " + err.Error()})
+			continue
+		}
+		for _, c := range gone {
+			evicted = append(evicted, store.CloudJob{Project: res.Bed.ProjectUUID, Cloud: c})
+		}
 	}
 	if ctx.Err() != nil {
 		prog.Error, prog.Final = ctx.Err().Error(), true
@@ -54,9 +68,9 @@ func (p *Pool) Sync(ctx context.Context, projects []string, emit func(Progress))
 	}
 
 	var mu sync.Mutex
-	prog.Total = len(jobs)
+	prog.Total = len(jobs) + len(evicted)
 	pending := map[string]bool{}
-	for _, j := range jobs {
+	for _, j := range append(slices.Clip(jobs), evicted...) {
 		pending[jobKey(j.Project, j.Cloud)] = true
 	}
 	changed := make(chan struct{}, 1)
@@ -101,6 +115,37 @@ func (p *Pool) Sync(ctx context.Context, projects []string, emit func(Progress))
 	}
 	mu.Unlock()
 	p.notify()
+	// Files to fetch again, as many at once as the pool has workers (Keep's limit).
+	refills := make(chan store.CloudJob)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for range min(p.cfg.Workers, len(evicted)) {
+		wg.Go(func() {
+			for j := range refills {
+				ev := Event{Project: j.Project, Cloud: j.Cloud, Err: p.Keep(ctx, j.Project, j.Cloud)}
+				if ev.Err == nil {
+					if path, err := p.files.Path(j.Project, j.Cloud); err == nil {
+						if st, err := os.Stat(path); err == nil {
+							ev.Bytes = st.Size()
+						}
+					}
+				}
+				mu.Lock()
+				finish(jobKey(j.Project, j.Cloud), ev)
+				mu.Unlock()
+			}
+		})
+	}
+	go func() {
+		defer close(refills)
+		for _, j := range evicted {
+			select {
+			case refills <- j:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	for {
 		mu.Lock()
 		cur, left := prog, len(pending)

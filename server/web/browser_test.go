@@ -233,6 +233,7 @@ func TestWebApp(t *testing.T) {
 		os.WriteFile(file, testPNG(240, 120), 0o644)
 		p.open("#/c/1/g/1/admin")
 		p.waitFor("the picture form", `document.querySelector('#picture-file') && document.querySelector('.preview-map image')`)
+		waitAdminLoaded(p)
 		p.do("choose the file", chromedp.SetUploadFiles(chromedp.CSS(`#picture-file`), []string{file}))
 		p.waitFor("the preview", `document.querySelector('.preview-map image.preview')`)
 		for _, name := range []string{"top_left", "top_right", "bottom_left"} {
@@ -275,6 +276,7 @@ func TestWebApp(t *testing.T) {
 		d.api(t, "POST", "/register", map[string]string{"username": "helper", "password": "helper-password", "first_name": "H", "last_name": "P"}, 201, nil)
 		p.open("#/c/1/g/1/admin")
 		p.waitFor("the permissions form", `document.querySelector('#perm-garden')`)
+		waitAdminLoaded(p)
 		p.do("grant", chromedp.SendKeys(chromedp.CSS(`#perm-garden ~ form input[name=username]`), "helper"),
 			chromedp.Click(chromedp.CSS(`#perm-garden ~ form button[type=submit]`)))
 		p.waitFor("the new permission", `[...document.querySelectorAll('#perm-garden ~ .table-wrap tbody tr')].some((r) => r.dataset.key === 'helper')`)
@@ -578,4 +580,15 @@ func absDiff(a, b uint32) uint32 {
 		return a - b
 	}
 	return b - a
+}
+
+// waitAdminLoaded waits until the garden's admin page has the first answers of its
+// beds and permissions lists. Before that the grant races them: the permissions list's
+// first answer (nobody) could arrive after the grant's and hide the new row (the page
+// now keeps the newest answer, TestAdminListsKeepTheNewestAnswer), and both answers
+// grow the page above the form by a table (287 px, ~120 ms after the form appears)
+// while chromedp clicks at coordinates.
+func waitAdminLoaded(p *page) {
+	p.t.Helper()
+	p.waitFor("the admin page's lists", `document.querySelector('main').dataset.loaded === 'true'`)
 }

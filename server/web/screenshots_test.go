@@ -55,6 +55,7 @@ func TestDocScreenshots(t *testing.T) {
 	shot(p, "webapp-3d.png")
 	p.open("#/c/1/g/1/admin")
 	p.waitFor("the picture", `document.querySelector('.preview-map image')`)
+	waitAdminLoaded(p)
 	p.eval(`document.querySelector('.preview-map').scrollIntoView(); true`, nil)
 	time.Sleep(200 * time.Millisecond)
 	shot(p, "webapp-admin.png")

@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -24,23 +25,11 @@ func WritePLY(w io.Writer, pc PointCloud) error {
 		}
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	n := int(pc.Width) * int(pc.Height)
-	// bufio.Writer keeps its first error and returns it from every later Write and
-	// from Flush, so the header's writes are checked there.
-	_, _ = fmt.Fprintf(bw, "ply\nformat binary_little_endian 1.0\ncomment PointCloud2 width %d height %d\nelement vertex %d\n",
-		pc.Width, pc.Height, n)
+	_, _ = bw.Write(plyHeader(pc.Width, pc.Height, pc.Fields)) // a bufio error sticks: the writes below and Flush return it
 	stride := 0
 	for _, f := range pc.Fields {
-		for e := uint32(0); e < f.elems(); e++ {
-			if f.elems() == 1 {
-				_, _ = fmt.Fprintf(bw, "property %s %s\n", plyTypes[f.Datatype], f.Name)
-			} else {
-				_, _ = fmt.Fprintf(bw, "property %s %s_%d\n", plyTypes[f.Datatype], f.Name, e)
-			}
-		}
 		stride += int(f.Datatype.Size() * f.elems())
 	}
-	_, _ = bw.WriteString("end_header\n")
 
 	out := make([]byte, stride)
 	for r := 0; r < int(pc.Height); r++ {
@@ -62,6 +51,24 @@ func WritePLY(w io.Writer, pc PointCloud) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// plyHeader is the header WritePLY writes for a width×height cloud with fields.
+func plyHeader(width, height uint32, fields []Field) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "ply\nformat binary_little_endian 1.0\ncomment PointCloud2 width %d height %d\nelement vertex %d\n",
+		width, height, uint64(width)*uint64(height))
+	for _, f := range fields {
+		for e := uint32(0); e < f.elems(); e++ {
+			if f.elems() == 1 {
+				fmt.Fprintf(&b, "property %s %s\n", plyTypes[f.Datatype], f.Name)
+			} else {
+				fmt.Fprintf(&b, "property %s %s_%d\n", plyTypes[f.Datatype], f.Name, e)
+			}
+		}
+	}
+	b.WriteString("end_header\n")
+	return b.Bytes()
 }
 
 // plyName reports whether s is one token of printable ASCII, as a PLY header needs.

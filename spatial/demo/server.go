@@ -175,6 +175,15 @@ func (s *Server) SetHook(f func(method, project string) (time.Duration, error)) 
 	s.mu.Unlock()
 }
 
+// SetBed replaces the bed of b's project (or adds it) for every later call, as a robot
+// uploading a new scan would: calls already running keep the bed they started with.
+// b must not be changed afterwards. GetProjects keeps listing the dataset's beds.
+func (s *Server) SetBed(b Bed) {
+	s.mu.Lock()
+	s.beds[b.ProjectUUID] = &b
+	s.mu.Unlock()
+}
+
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() ServerStats {
 	s.mu.Lock()
@@ -270,7 +279,9 @@ func (s *Server) project(ctx context.Context, project string) (*Bed, error) {
 	if err := s.inject(ctx, project); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
 	b := s.beds[project]
+	s.mu.Unlock()
 	if b == nil {
 		return nil, status.Errorf(codes.NotFound, "project %q not found", project)
 	}

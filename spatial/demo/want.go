@@ -18,22 +18,29 @@ func (d *Dataset) WantBed(projectUUID string) (bed spatial.Bed, ok bool) {
 		return spatial.Bed{}, false
 	}
 	bed = spatial.Bed{ProjectUUID: b.ProjectUUID, Name: b.Name, Origin: b.Geolocation}
+	// A name may have several measurement geometries (one per scan): the oldest
+	// names the plant, the newest gives its values; of several clouds the newest
+	// counts; among equal stamps the first listed.
+	first := map[string]Geometry{}
 	meas := map[string]Geometry{}
 	clouds := map[string]Geometry{}
 	for _, g := range b.Geometries {
 		switch g.Type {
 		case TypeMeasurement:
-			if _, dup := meas[g.Name]; !dup {
+			if f, dup := first[g.Name]; !dup || g.Stamp.Before(f.Stamp) {
+				first[g.Name] = g
+			}
+			if m, dup := meas[g.Name]; !dup || g.Stamp.After(m.Stamp) {
 				meas[g.Name] = g
 			}
 		case TypePointCloud:
-			if _, dup := clouds[g.Name]; !dup {
+			if c, dup := clouds[g.Name]; !dup || g.Stamp.After(c.Stamp) {
 				clouds[g.Name] = g
 			}
 		}
 	}
 	for name, g := range meas {
-		p := spatial.Plant{Name: name, ID: g.UUID}
+		p := spatial.Plant{Name: name, ID: first[name].UUID, Measurement: g.UUID, MeasuredAt: g.Stamp.UTC()}
 		data := b.Measurements[g.UUID]
 		p.Humidity = wantFloat(data["humidity"])
 		p.Yield = wantFloat(data["approx_yield"])

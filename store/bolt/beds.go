@@ -1,7 +1,9 @@
 package bolt
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -39,6 +41,12 @@ func (s *Store) CreateBed(gardenID uint64, uuid, name string) (store.Bed, error)
 // limit): one more is ErrTooManyBeds, checked in the same transaction as the insert.
 // A garden that has more already keeps them.
 func (s *Store) CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (store.Bed, error) {
+	return s.CreateBedFor(0, gardenID, uuid, name, maxBeds, nil)
+}
+
+// CreateBedFor is CreateBedUpTo that lets allow refuse a project other gardens have
+// beds of, seeing what userID holds on each (store.BedStore).
+func (s *Store) CreateBedFor(userID, gardenID uint64, uuid, name string, maxBeds int, allow func([]store.ProjectBed) error) (store.Bed, error) {
 	b := store.Bed{Garden: gardenID, UUID: uuid, Name: name}
 	if err := b.Validate(); err != nil {
 		return store.Bed{}, err
@@ -50,6 +58,17 @@ func (s *Store) CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (
 		byUUID := tx.Bucket(bucketBedUUIDs)
 		if byUUID.Get(bedUUIDKey(uuid, gardenID)) != nil {
 			return store.BedUUIDTaken(gardenID, uuid)
+		}
+		if allow != nil {
+			others, err := otherProjectBeds(tx, uuid, gardenID, userID)
+			if err != nil {
+				return err
+			}
+			if len(others) > 0 {
+				if err := allow(others); err != nil {
+					return err
+				}
+			}
 		}
 		if maxBeds > 0 {
 			if n := len(idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID))); n >= maxBeds {
@@ -74,6 +93,60 @@ func (s *Store) CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (
 		return store.Bed{}, err
 	}
 	return b, nil
+}
+
+// otherProjectBeds are the beds of the project outside gardenID, with what userID
+// holds on their gardens.
+func otherProjectBeds(tx *bbolt.Tx, uuid string, gardenID, userID uint64) ([]store.ProjectBed, error) {
+	beds, err := projectBeds(tx, uuid)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.ProjectBed
+	for _, b := range beds {
+		if b.Garden == gardenID {
+			continue
+		}
+		g, err := getGarden(tx, b.Garden)
+		if err != nil {
+			return nil, err
+		}
+		a, err := gardenAccess(tx, g, userID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, store.ProjectBed{Bed: b, Company: g.Company, Access: a})
+	}
+	return out, nil
+}
+
+// projectBeds reads the beds of a project through the index by uuid.
+func projectBeds(tx *bbolt.Tx, uuid string) ([]store.Bed, error) {
+	prefix := append([]byte(uuid), 0)
+	var ids []uint64
+	c := tx.Bucket(bucketBedUUIDs).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		ids = append(ids, btoi(v))
+	}
+	slices.Sort(ids)
+	return getEach(tx, getBed, ids)
+}
+
+// BedsOfProject returns the beds registered for the project, in every garden, by
+// ascending id.
+func (s *Store) BedsOfProject(uuid string) ([]store.Bed, error) {
+	out := []store.Bed{}
+	if !store.ValidUUID(uuid) {
+		return out, nil // no bed has it: every bed's uuid is valid
+	}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		beds, err := projectBeds(tx, uuid)
+		if len(beds) > 0 {
+			out = beds
+		}
+		return err
+	})
+	return out, err
 }
 
 func getBed(tx *bbolt.Tx, id uint64) (store.Bed, error) {

@@ -23,6 +23,7 @@ func (s *Store) CheckIndexes() error {
 		c.permissions()
 		c.beds()
 		c.clouds()
+		c.logs()
 		return errors.Join(c.errs...)
 	})
 }
@@ -48,10 +49,10 @@ func (c *indexCheck) each(bucket []byte, fn func(k, v []byte)) {
 	})
 }
 
-// users checks that every account has its username and skeleton entries and no entry
+// users checks that every account has its username and look entries and no entry
 // is left without its account.
 func (c *indexCheck) users() {
-	names := 0
+	names, wantLooks := 0, 0
 	c.each(bucketUsernames, func(k, v []byte) {
 		names++
 		if len(v) != 8 {
@@ -62,16 +63,19 @@ func (c *indexCheck) users() {
 		if err != nil || rec.Username != string(k) {
 			c.bad("username %q: user %d is %q (%v)", k, btoi(v), rec.Username, err)
 		}
-		if !c.has(bucketUsernameLooks, skeletonKey(string(k), btoi(v))) {
-			c.bad("username %q: not in the skeleton index", k)
+		for _, key := range lookKeys(string(k), btoi(v)) {
+			if !c.has(bucketUsernameLooks, key) {
+				c.bad("username %q: not in the look index", k)
+			}
+			wantLooks++
 		}
 	})
 	users := 0
 	c.each(bucketUsers, func(k, _ []byte) { users++ })
 	looks := 0
 	c.each(bucketUsernameLooks, func(k, _ []byte) { looks++ })
-	if users != names || looks != names {
-		c.bad("%d users, %d usernames, %d skeleton entries", users, names, looks)
+	if users != names || looks != wantLooks {
+		c.bad("%d users, %d usernames, %d look entries (want %d)", users, names, looks, wantLooks)
 	}
 }
 

@@ -116,6 +116,16 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 		if err == nil {
 			err = exportImportMap(tx, aw)
 		}
+		each(bucketPlantIDs, store.KindPlantID, func(k, v []byte) (any, error) {
+			project, name, _ := bytes.Cut(k, []byte{0})
+			return store.PlantID{Project: string(project), Name: string(name), ID: string(v)}, nil
+		})
+		each(bucketLogs, store.KindLog, func(k, v []byte) (any, error) {
+			return getLog(tx, btoi(k))
+		})
+		each(bucketPhotos, store.KindPhoto, func(k, v []byte) (any, error) {
+			return getPhoto(tx, btoi(k))
+		})
 		return err
 	})
 	if err != nil {
@@ -176,8 +186,11 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 			return fmt.Errorf("%w: the store holds companies already; import into an empty one", store.ErrConflict)
 		}
 		l := newLoader(tx)
-		head, err := store.ReadArchive(ctx, r, l.load)
+		head, err := store.ReadArchive(ctx, r, l.load, opts.Repaired)
 		if err != nil {
+			return err
+		}
+		if err := l.flush(); err != nil {
 			return err
 		}
 		if head.DataID != "" {
@@ -192,6 +205,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 		c.permissions()
 		c.beds()
 		c.clouds()
+		c.logs()
 		if len(c.errs) > 0 {
 			return fmt.Errorf("%w: the archive breaks the rules of the records: %v", store.ErrInvalid, errors.Join(c.errs...))
 		}
@@ -199,8 +213,12 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 	})
 }
 
-// clearRecords deletes every record (all buckets but meta, with their sequences).
+// clearRecords deletes every record (all buckets but meta, with their sequences, and
+// the photos' byte count in meta).
 func clearRecords(tx *bbolt.Tx) error {
+	if err := tx.Bucket(bucketMeta).Delete(keyPhotoBytes); err != nil {
+		return err
+	}
 	for _, name := range allBuckets {
 		if string(name) == string(bucketMeta) {
 			continue
@@ -221,9 +239,33 @@ type loader struct {
 	tx *bbolt.Tx
 	// maxID is the largest id written per bucket: finish moves the sequences past it.
 	maxID map[string]uint64
+	// pending are index writes made at the end, in key order (flush).
+	pending map[string]*sortedPuts
 }
 
-func newLoader(tx *bbolt.Tx) *loader { return &loader{tx: tx, maxID: map[string]uint64{}} }
+func newLoader(tx *bbolt.Tx) *loader {
+	return &loader{tx: tx, maxID: map[string]uint64{}, pending: map[string]*sortedPuts{}}
+}
+
+func (l *loader) later(bucket []byte) *sortedPuts {
+	p := l.pending[string(bucket)]
+	if p == nil {
+		p = &sortedPuts{}
+		l.pending[string(bucket)] = p
+	}
+	return p
+}
+
+// flush makes the pending index writes.
+func (l *loader) flush() error {
+	for name, p := range l.pending {
+		if err := p.flush(l.tx.Bucket([]byte(name))); err != nil {
+			return err
+		}
+	}
+	clear(l.pending)
+	return nil
+}
 
 func (l *loader) seen(bucket []byte, id uint64) {
 	l.maxID[string(bucket)] = max(l.maxID[string(bucket)], id)
@@ -369,6 +411,57 @@ func (l *loader) load(kind string, rec any) error {
 		}
 		r.ClaimedBy, r.ClaimUntil = "", time.Time{}
 		return putJSON(tx.Bucket(bucketCloudJobs), cloudKey(r.Project, r.Cloud), r)
+	case *store.PlantID:
+		if !projectReferenced(tx, r.Project) {
+			return fmt.Errorf("%w: no bed in the archive refers to project %s", store.ErrInvalid, r.Project)
+		}
+		if err := l.fresh(bucketPlantIDs, cloudKey(r.Project, r.Name), fmt.Sprintf("plant name %q of project %s", r.Name, r.Project)); err != nil {
+			return err
+		}
+		if err := l.fresh(bucketPlantIDNames, cloudKey(r.Project, r.ID), fmt.Sprintf("plant id %s of project %s", r.ID, r.Project)); err != nil {
+			return err
+		}
+		return putPlantID(tx, *r)
+	case *store.ArchivedLog:
+		if err := l.fresh(bucketLogs, itob(r.ID), fmt.Sprintf("log %d", r.ID)); err != nil {
+			return err
+		}
+		if err := l.exists(bucketGardens, r.Garden, "garden"); err != nil {
+			return err
+		}
+		if err := l.exists(bucketUsers, r.AuthorID, "user"); err != nil {
+			return err
+		}
+		if r.AssigneeID != 0 {
+			if err := l.exists(bucketUsers, r.AssigneeID, "user"); err != nil {
+				return err
+			}
+		}
+		l.seen(bucketLogs, r.ID)
+		if err := putJSON(tx.Bucket(bucketLogs), itob(r.ID), r); err != nil {
+			return err
+		}
+		// The index entries are written at the end, in order (sortedPuts).
+		return eachLogIndexEntry(*r, func(bucket, k, v []byte) error {
+			l.later(bucket).add(k, v)
+			return nil
+		})
+	case *store.Photo:
+		if err := l.fresh(bucketPhotos, itob(r.ID), fmt.Sprintf("photo %d", r.ID)); err != nil {
+			return err
+		}
+		a, err := getLog(tx, r.Log)
+		if err != nil || a.Garden != r.Garden {
+			return fmt.Errorf("%w: log %d of garden %d is not in the archive", store.ErrInvalid, r.Log, r.Garden)
+		}
+		l.seen(bucketPhotos, r.ID)
+		if err := putJSON(tx.Bucket(bucketPhotos), itob(r.ID), r); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketLogPhotos).Put(pairKey(r.Log, r.ID), present); err != nil {
+			return err
+		}
+		return addPhotoBytes(tx, r.Bytes())
 	case *store.ImportMapEntry:
 		key := importMapKey(r.Source, r.Kind, r.Key)
 		if err := l.fresh(bucketImportMap, key, fmt.Sprintf("import map entry %s/%s/%d", r.Source, r.Kind, r.Key)); err != nil {

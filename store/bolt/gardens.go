@@ -153,6 +153,9 @@ func (s *Store) DeleteGarden(companyID, gardenID uint64) (store.Removed, error) 
 // deleteGarden removes g and everything that hangs off it, recording in r what lives
 // outside the database.
 func deleteGarden(tx *bbolt.Tx, g store.Garden, r *store.Removed) error {
+	if err := deleteGardenLogs(tx, g.ID, r); err != nil {
+		return err
+	}
 	for _, bedID := range idsUnder(tx.Bucket(bucketGardenBeds), itob(g.ID)) {
 		b, err := getBed(tx, bedID)
 		if err != nil {

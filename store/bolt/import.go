@@ -152,8 +152,6 @@ func (v importView) Usernames() ([]string, error) {
 	})
 }
 
-func (v importView) UsernameFree(name string) error { return claimUsername(v.tx, name, 0) }
-
 func (v importView) HasBed(gardenID uint64, uuid string) (bool, error) {
 	return v.tx.Bucket(bucketBedUUIDs).Get(bedUUIDKey(uuid, gardenID)) != nil, nil
 }

@@ -17,7 +17,7 @@ import (
 // operator's prefetch). A written job starts over: no attempts, due now.
 func (s *Store) EnqueueClouds(jobs []store.CloudJob, rearm time.Duration) ([]store.CloudJob, error) {
 	for _, j := range jobs {
-		if err := store.ValidateCloudKey(j.Project, j.Cloud); err != nil {
+		if err := store.ValidateCloudInputs(j.Project, j.Cloud, j.CloudInputs); err != nil {
 			return nil, err
 		}
 	}
@@ -90,7 +90,8 @@ func (s *Store) DueCloudJobs(limit int) (due []store.CloudJob, next time.Time, p
 // A project no bed refers to any more (deleted while its cloud was downloading) is
 // ErrNotFound: nothing is stored and the caller removes what it wrote.
 func (s *Store) CompleteCloudJob(p store.PlantPosition) error {
-	if err := store.ValidateCloudKey(p.Project, p.Cloud); err != nil {
+	p, err := store.PreparePosition(p)
+	if err != nil {
 		return err
 	}
 	if p.Computed.IsZero() {

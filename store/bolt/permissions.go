@@ -90,17 +90,19 @@ func deleteGardenPerm(tx *bbolt.Tx, g store.Garden, userID uint64) error {
 	return tx.Bucket(bucketUserGarden).Delete(tripleKey(userID, g.Company, g.ID))
 }
 
-// permTarget resolves the user a permission change is about. Nobody may change their
-// own permission (it prevents lock-out); actorID 0 is an operator acting for nobody.
-func permTarget(tx *bbolt.Tx, actorID uint64, username string) (uint64, error) {
+// permTarget resolves the user a permission change is about, as login does
+// (userIDByName), and returns their id and stored name. Nobody may change their own
+// permission (it prevents lock-out); actorID 0 is an operator acting for nobody.
+func permTarget(tx *bbolt.Tx, actorID uint64, username string) (uint64, string, error) {
 	id, ok := userIDByName(tx, username)
 	switch {
 	case ok && id == actorID:
-		return 0, store.OwnPermission()
+		return 0, "", store.OwnPermission()
 	case !ok:
-		return 0, store.UnknownPermissionUser(username)
+		return 0, "", store.UnknownPermissionUser(username)
 	}
-	return id, nil
+	rec, err := getRecord[userRecord](tx, bucketUsers, "user", id)
+	return id, rec.Username, err
 }
 
 // keepsAnAdmin refuses to take the admin letter from userID when they are the company's
@@ -137,12 +139,13 @@ func (s *Store) SetCompanyPermission(companyID, actorID uint64, username string,
 		if _, err := getCompany(tx, companyID); err != nil {
 			return err
 		}
-		userID, err := permTarget(tx, actorID, username)
+		userID, name, err := permTarget(tx, actorID, username)
 		if err != nil {
 			return err
 		}
+		p.Username = name
 		if level != store.LevelAdmin {
-			if err := keepsAnAdmin(tx, companyID, userID, username); err != nil {
+			if err := keepsAnAdmin(tx, companyID, userID, name); err != nil {
 				return err
 			}
 		}
@@ -166,14 +169,14 @@ func (s *Store) RemoveCompanyPermission(companyID, actorID uint64, username stri
 		if _, err := getCompany(tx, companyID); err != nil {
 			return err
 		}
-		userID, err := permTarget(tx, actorID, username)
+		userID, name, err := permTarget(tx, actorID, username)
 		if err != nil {
 			return err
 		}
 		if tx.Bucket(bucketPermCompany).Get(pairKey(companyID, userID)) == nil {
 			return nil
 		}
-		if err := keepsAnAdmin(tx, companyID, userID, username); err != nil {
+		if err := keepsAnAdmin(tx, companyID, userID, name); err != nil {
 			return err
 		}
 		removed = true
@@ -195,7 +198,7 @@ func (s *Store) SetGardenPermission(gardenID, actorID uint64, username string, l
 		if err != nil {
 			return err
 		}
-		if p.UserID, err = permTarget(tx, actorID, username); err != nil {
+		if p.UserID, p.Username, err = permTarget(tx, actorID, username); err != nil {
 			return err
 		}
 		p.ID, err = putGardenPerm(tx, g, p.UserID, level)
@@ -218,7 +221,7 @@ func (s *Store) RemoveGardenPermission(gardenID, actorID uint64, username string
 		if err != nil {
 			return err
 		}
-		userID, err := permTarget(tx, actorID, username)
+		userID, _, err := permTarget(tx, actorID, username)
 		if err != nil {
 			return err
 		}

@@ -37,10 +37,11 @@ func projectReferenced(tx *bbolt.Tx, project string) bool {
 	return anyUnder(tx.Bucket(bucketBedUUIDs), projectPrefix(project))
 }
 
-// dropProjectClouds deletes the positions and queued downloads of a project.
+// dropProjectClouds deletes the positions, queued downloads and plant identities of a
+// project.
 func dropProjectClouds(tx *bbolt.Tx, project string) error {
 	prefix := projectPrefix(project)
-	for _, name := range [][]byte{bucketPositions, bucketCloudJobs} {
+	for _, name := range [][]byte{bucketPositions, bucketCloudJobs, bucketPlantIDs, bucketPlantIDNames} {
 		b := tx.Bucket(name)
 		var keys [][]byte
 		c := b.Cursor()

@@ -14,7 +14,8 @@ var (
 	bucketMeta      = []byte("meta")
 	bucketUsers     = []byte("users")     // id → userRecord
 	bucketUsernames = []byte("usernames") // username → id
-	// bucketUsernameLooks indexes what names look like: skeleton|0|userID → nil.
+	// bucketUsernameLooks indexes what names look like: look|0|userID → nil, one entry
+	// per store.UsernameLooks key.
 	bucketUsernameLooks = []byte("username_looks")
 	bucketTokens        = []byte("tokens")      // sha256(token) → tokenRecord (binary)
 	bucketUserToks      = []byte("user_tokens") // userID|sha256 → nil
@@ -36,6 +37,15 @@ var (
 	bucketCloudJobs = []byte("pc_queue")        // project|0|cloud → CloudJob
 
 	bucketImportMap = []byte("import_map") // source|0|kind|0|sourceID → id (import.go)
+
+	// The logbook (logs.go, photos.go).
+	bucketLogs         = []byte("logs")           // id → store.ArchivedLog
+	bucketLogIndex     = []byte("log_index")      // gardenID|term|0|^at|^id → nil
+	bucketTasks        = []byte("log_tasks")      // assigneeID|at|id → gardenID, pending tasks
+	bucketPhotos       = []byte("photos")         // id → store.Photo
+	bucketLogPhotos    = []byte("log_photos")     // logID|photoID → nil
+	bucketPlantIDs     = []byte("plant_ids")      // project|0|name → id
+	bucketPlantIDNames = []byte("plant_id_names") // project|0|id → name
 )
 
 // allBuckets are created on open; a feature adds its buckets here.
@@ -46,6 +56,7 @@ var allBuckets = [][]byte{
 	bucketBeds, bucketGardenBeds, bucketBedUUIDs,
 	bucketPositions, bucketCloudJobs,
 	bucketImportMap,
+	bucketLogs, bucketLogIndex, bucketTasks, bucketPhotos, bucketLogPhotos, bucketPlantIDs, bucketPlantIDNames,
 }
 
 var keySchemaVersion = []byte("schema_version")
@@ -57,7 +68,16 @@ var migrations = []func(tx *bbolt.Tx) error{
 	func(*bbolt.Tx) error { return nil },
 	// 1 → 2: index what every username looks like (usernames.go).
 	indexUsernameLooks,
+	// 2 → 3: re-index it with Unicode's confusables, case-folded (usernames.go).
+	reindexUsernameLooks,
+	// 3 → 4: the logbook's buckets (created on open); the version keeps a gardend
+	// that does not know them from opening the file and orphaning their records.
+	func(*bbolt.Tx) error { return nil },
 }
+
+// lookIndexVersion is the confusables release the look index of the newest schema is
+// built with: a new table changes the looks, and needs a migration that re-indexes.
+const lookIndexVersion = "15.0.0"
 
 // SchemaVersion is the version this build writes.
 func SchemaVersion() uint64 { return uint64(len(migrations)) }

@@ -8,26 +8,42 @@ import (
 	"github.com/gardend/gardend/store"
 )
 
-// skeletonKey is the index entry of a user: skeleton|0|id.
-func skeletonKey(username string, id uint64) []byte {
-	return append(append([]byte(store.UsernameSkeleton(username)), 0), itob(id)...)
+// lookKeys are the index entries of a user, one per look (store.UsernameLooks):
+// look|0|id.
+func lookKeys(username string, id uint64) [][]byte {
+	var out [][]byte
+	for _, look := range store.UsernameLooks(username) {
+		out = append(out, append(append([]byte(look), 0), itob(id)...))
+	}
+	return out
 }
 
-func skeletonPrefix(username string) []byte {
-	return append([]byte(store.UsernameSkeleton(username)), 0)
+// lookAccounts calls fn with the id of every account indexed under look.
+func lookAccounts(tx *bbolt.Tx, look string, fn func(id uint64) bool) {
+	c := tx.Bucket(bucketUsernameLooks).Cursor()
+	prefix := append([]byte(look), 0)
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) == len(prefix)+8 && !fn(btoi(k[len(prefix):])) {
+			return
+		}
+	}
 }
 
 // claimUsername checks that name (normalised) is free for account id (0: a new one):
-// no account has it, nor a name that looks the same. It returns ErrConflict naming
-// which.
+// no account has it, nor a name that looks like it (shares a look). It returns
+// ErrConflict naming which. Run in the write transaction that takes the name, it is
+// atomic with it: bbolt has one writer at a time.
 func claimUsername(tx *bbolt.Tx, name string, id uint64) error {
 	if other, ok := userIDByName(tx, name); ok && other != id {
 		return store.UsernameTaken(name)
 	}
-	c := tx.Bucket(bucketUsernameLooks).Cursor()
-	prefix := skeletonPrefix(name)
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if len(k) == len(prefix)+8 && btoi(k[len(prefix):]) != id {
+	taken := false
+	for _, look := range store.UsernameLooks(name) {
+		lookAccounts(tx, look, func(other uint64) bool {
+			taken = other != id
+			return !taken
+		})
+		if taken {
 			return store.UsernameLooksTaken(name)
 		}
 	}
@@ -45,14 +61,26 @@ func putUsername(tx *bbolt.Tx, name string, id uint64) error {
 	if err := tx.Bucket(bucketUsernames).Put([]byte(name), itob(id)); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketUsernameLooks).Put(skeletonKey(name, id), nil)
+	looks := tx.Bucket(bucketUsernameLooks)
+	for _, k := range lookKeys(name, id) {
+		if err := looks.Put(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func deleteUsername(tx *bbolt.Tx, name string, id uint64) error {
 	if err := tx.Bucket(bucketUsernames).Delete([]byte(name)); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketUsernameLooks).Delete(skeletonKey(name, id))
+	looks := tx.Bucket(bucketUsernameLooks)
+	for _, k := range lookKeys(name, id) {
+		if err := looks.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // userIDByName finds the account a username means: the one of that exact name; else
@@ -69,26 +97,41 @@ func userIDByName(tx *bbolt.Tx, username string) (uint64, bool) {
 			return btoi(v), true
 		}
 	}
+	// A name that normalises the same has the same looks: the first one finds it.
 	var found uint64
 	n := 0
-	c := tx.Bucket(bucketUsernameLooks).Cursor()
-	prefix := skeletonPrefix(normal)
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if len(k) != len(prefix)+8 {
-			continue
-		}
-		id := btoi(k[len(prefix):])
+	lookAccounts(tx, store.UsernameLooks(normal)[0], func(id uint64) bool {
 		if rec, err := getRecord[userRecord](tx, bucketUsers, "user", id); err == nil && store.NormalizeUsername(rec.Username) == normal {
 			found, n = id, n+1
 		}
-	}
+		return true
+	})
 	return found, n == 1
 }
 
-// indexUsernameLooks builds the skeleton index of every account (schema 1 → 2).
+// indexUsernameLooks builds the look index of every account (schema 1 → 2).
 func indexUsernameLooks(tx *bbolt.Tx) error {
 	looks := tx.Bucket(bucketUsernameLooks)
 	return tx.Bucket(bucketUsernames).ForEach(func(k, v []byte) error {
-		return looks.Put(skeletonKey(string(k), btoi(v)), nil)
+		for _, key := range lookKeys(string(k), btoi(v)) {
+			if err := looks.Put(key, nil); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+}
+
+// reindexUsernameLooks rebuilds the look index with Unicode's confusables
+// (store.ConfusablesVersion) in place of the hand-written table of schema 2, and
+// case-folded (schema 2 → 3). Accounts that now look alike all stay: only new names
+// are held to the rule.
+func reindexUsernameLooks(tx *bbolt.Tx) error {
+	if err := tx.DeleteBucket(bucketUsernameLooks); err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(bucketUsernameLooks); err != nil {
+		return err
+	}
+	return indexUsernameLooks(tx)
 }

@@ -160,3 +160,12 @@ func (s *Store) ListUsers() ([]store.User, error) {
 	})
 	return out, err
 }
+
+// PasswordHashKinds lists the kinds of password hash the accounts hold, by kind.
+func (s *Store) PasswordHashKinds() ([]store.HashKindCount, error) {
+	kinds := map[string]*store.HashKindCount{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		return eachUnder(tx, bucketUsers, nil, func(rec userRecord) { store.CountHashKinds(kinds, rec.PasswordHash) })
+	})
+	return store.SortedHashKinds(kinds), err
+}

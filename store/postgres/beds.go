@@ -42,6 +42,14 @@ func (s *Store) CreateBed(gardenID uint64, uuid, name string) (store.Bed, error)
 // concurrent deletion of the project's last bed either finishes first or sees this
 // bed.
 func (s *Store) CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (store.Bed, error) {
+	return s.CreateBedFor(0, gardenID, uuid, name, maxBeds, nil)
+}
+
+// CreateBedFor is CreateBedUpTo that lets allow refuse a project other gardens have
+// beds of, seeing what userID holds on each (store.BedStore). The project's row is
+// locked before the other beds are read, so two gardens registering a new project at
+// once take turns: the second sees the first's bed.
+func (s *Store) CreateBedFor(userID, gardenID uint64, uuid, name string, maxBeds int, allow func([]store.ProjectBed) error) (store.Bed, error) {
 	b := store.Bed{Garden: gardenID, UUID: uuid, Name: name}
 	if err := b.Validate(); err != nil {
 		return store.Bed{}, err
@@ -76,6 +84,17 @@ func (s *Store) CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (
 		if _, err := tx.Exec(ctx, `INSERT INTO projects (uuid) VALUES ($1) ON CONFLICT (uuid) DO UPDATE SET uuid = excluded.uuid`, uuid); err != nil {
 			return err
 		}
+		if allow != nil {
+			others, err := otherProjectBeds(ctx, tx, uuid, gardenID, userID)
+			if err != nil {
+				return err
+			}
+			if len(others) > 0 {
+				if err := allow(others); err != nil {
+					return err
+				}
+			}
+		}
 		err = tx.QueryRow(ctx, `INSERT INTO beds (garden_id, project, name) VALUES ($1, $2, $3) RETURNING id`, gardenID, uuid, name).Scan(&b.ID)
 		if isUnique(err) {
 			return store.BedUUIDTaken(gardenID, uuid)
@@ -86,6 +105,37 @@ func (s *Store) CreateBedUpTo(gardenID uint64, uuid, name string, maxBeds int) (
 		return store.Bed{}, err
 	}
 	return b, nil
+}
+
+// otherProjectBeds are the beds of the project outside gardenID, with what userID
+// holds on their gardens.
+func otherProjectBeds(ctx context.Context, tx pgx.Tx, uuid string, gardenID, userID uint64) ([]store.ProjectBed, error) {
+	rows, err := tx.Query(ctx, `SELECT `+bedColumns+`, g.company_id, `+accessColumns("g.company_id", "g.id", "$3")+`
+		FROM beds b JOIN gardens g ON g.id = b.garden_id
+		WHERE b.project = $1 AND b.garden_id <> $2 ORDER BY b.id`, uuid, gardenID, userID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (pb store.ProjectBed, err error) {
+		var (
+			company, garden *string
+			member          bool
+		)
+		err = r.Scan(&pb.Bed.ID, &pb.Bed.Garden, &pb.Bed.UUID, &pb.Bed.Name, &pb.Company, &company, &garden, &member)
+		pb.Access = accessOf(company, garden, member)
+		return pb, err
+	})
+}
+
+// BedsOfProject returns the beds registered for the project, in every garden, by
+// ascending id (index beds_project).
+func (s *Store) BedsOfProject(uuid string) ([]store.Bed, error) {
+	var out []store.Bed
+	err := s.do(func(ctx context.Context) (err error) {
+		out, err = collectBeds(s.pool.Query(ctx, `SELECT `+bedColumns+` FROM beds b WHERE b.project = $1 ORDER BY b.id`, uuid))
+		return err
+	})
+	return out, err
 }
 
 // Bed returns a bed of the garden.

@@ -154,7 +154,7 @@ func (s *Store) CloudState(project string) (store.CloudState, error) {
 // without a row has no bed, and its jobs are skipped.
 func (s *Store) EnqueueClouds(jobs []store.CloudJob, rearm time.Duration) ([]store.CloudJob, error) {
 	for _, j := range jobs {
-		if err := store.ValidateCloudKey(j.Project, j.Cloud); err != nil {
+		if err := store.ValidateCloudInputs(j.Project, j.Cloud, j.CloudInputs); err != nil {
 			return nil, err
 		}
 	}
@@ -333,8 +333,8 @@ func (s *Store) ReleaseCloudClaims(node string) (int, error) {
 		return 0, err
 	}
 	var n int
-	err := s.do(func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, `UPDATE cloud_jobs SET claimed_by = '', claim_until = NULL WHERE claimed_by = $1`, node)
+	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE cloud_jobs SET claimed_by = '', claim_until = NULL WHERE claimed_by = $1`, node)
 		n = int(tag.RowsAffected())
 		return err
 	})
@@ -346,7 +346,8 @@ func (s *Store) ReleaseCloudClaims(node string) (int, error) {
 // meanwhile. The project's row is taken FOR SHARE: a project no bed refers to any
 // more is ErrNotFound, and it cannot go while the position is written.
 func (s *Store) CompleteCloudJob(p store.PlantPosition) error {
-	if err := store.ValidateCloudKey(p.Project, p.Cloud); err != nil {
+	p, err := store.PreparePosition(p)
+	if err != nil {
 		return err
 	}
 	if p.Computed.IsZero() {

@@ -35,8 +35,8 @@ func (s *Store) CreateGarden(companyID uint64, name string) (store.Garden, error
 	if err := g.Validate(); err != nil {
 		return store.Garden{}, err
 	}
-	err := s.do(func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, `INSERT INTO gardens (company_id, name) VALUES ($1, $2) RETURNING id`, companyID, name).Scan(&g.ID)
+	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `INSERT INTO gardens (company_id, name) VALUES ($1, $2) RETURNING id`, companyID, name).Scan(&g.ID)
 	})
 	if isForeignKey(err) {
 		return store.Garden{}, fmt.Errorf("company %d: %w", companyID, store.ErrNotFound)

@@ -139,8 +139,10 @@ func (s *Store) PutImage(ctx context.Context, gardenID uint64, r io.Reader) (str
 	if gardenID != 0 {
 		garden = &gardenID
 	}
+	// The path is this call's own: a conflict is a try whose answer was lost.
 	err := s.doCtx(ctx, func(ctx context.Context) error {
-		_, err := s.pool.Exec(ctx, `INSERT INTO images (path, garden_id, created) VALUES ($1, $2, $3)`, path, garden, ts(s.now()))
+		_, err := s.pool.Exec(ctx, `INSERT INTO images (path, garden_id, created) VALUES ($1, $2, $3)
+			ON CONFLICT (path) DO NOTHING`, path, garden, ts(s.now()))
 		if isForeignKey(err) {
 			return fmt.Errorf("garden %d: %w", gardenID, store.ErrNotFound)
 		}
@@ -164,7 +166,8 @@ func (s *Store) PutImage(ctx context.Context, gardenID uint64, r io.Reader) (str
 func (s *Store) putChunks(ctx context.Context, path string, r io.Reader) (int64, error) {
 	size, err := writeChunks(r, func(seq int32, chunk []byte) error {
 		return s.doCtx(ctx, func(ctx context.Context) error {
-			_, err := s.pool.Exec(ctx, `INSERT INTO image_chunks (path, seq, data) VALUES ($1, $2, $3)`, path, seq, chunk)
+			_, err := s.pool.Exec(ctx, `INSERT INTO image_chunks (path, seq, data) VALUES ($1, $2, $3)
+				ON CONFLICT (path, seq) DO UPDATE SET data = excluded.data`, path, seq, chunk)
 			return err
 		})
 	})
@@ -255,8 +258,8 @@ func (s *Store) RemoveImage(ctx context.Context, path string) error {
 // node. It returns how many images it deleted.
 func (s *Store) SweepUnreferencedImages(ctx context.Context, grace time.Duration) (int, error) {
 	var n int
-	err := s.doCtx(ctx, func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, `DELETE FROM images i WHERE i.created < $1
+	err := s.writeCtx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM images i WHERE i.created < $1
 			AND NOT EXISTS (SELECT 1 FROM gardens g WHERE g.image_path = i.path)`, ts(s.now().Add(-grace)))
 		n = int(tag.RowsAffected())
 		return err

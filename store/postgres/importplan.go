@@ -28,7 +28,7 @@ func (s *Store) PlanImport(in store.Import) (store.ImportPlan, error) {
 // are rare and short, so their retries cost nothing worth a lock on every table.
 func (s *Store) ApplyImport(in store.Import, expect store.ImportPlan, images map[uint64]string) (store.ImportPlan, error) {
 	var plan store.ImportPlan
-	err := s.inTx(pgx.TxOptions{IsoLevel: pgx.Serializable}, func(ctx context.Context, tx pgx.Tx) error {
+	err := s.inTx(context.Background(), pgx.TxOptions{IsoLevel: pgx.Serializable}, func(ctx context.Context, tx pgx.Tx) error {
 		var (
 			recs *store.ImportRecords
 			err  error
@@ -68,7 +68,7 @@ var kindTables = map[store.ImportKind]string{
 }
 
 // idTables are the tables whose ids come from an identity sequence.
-var idTables = []string{"users", "companies", "gardens", "company_permissions", "garden_permissions", "beds"}
+var idTables = []string{"users", "companies", "gardens", "company_permissions", "garden_permissions", "beds", "logs", "photos"}
 
 // advanceSequences moves every identity sequence past the largest id of its table
 // (never back), after rows were written with ids of their own.
@@ -144,9 +144,10 @@ func (v importView) Usernames() ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-func (v importView) UsernameFree(name string) error { return claimUsername(v.ctx, v.tx, name, 0) }
-
 func (v importView) HasBed(gardenID uint64, uuid string) (has bool, err error) {
+	if !store.CleanText(uuid) {
+		return false, nil // no bed has such a project (the import refuses it anyway)
+	}
 	err = v.tx.QueryRow(v.ctx, `SELECT EXISTS (SELECT 1 FROM beds WHERE garden_id = $1 AND project = $2)`, gardenID, uuid).Scan(&has)
 	return has, err
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -47,15 +48,15 @@ func (s *Store) Secret(name string, size int) ([]byte, error) {
 }
 
 // getOrPut returns the value of name in meta, storing value first if there is none;
-// created reports that this call stored it.
+// created reports that this call stored it. value is fresh random bytes, so the value
+// stored is this call's exactly when it equals value: that stays true when a retry
+// finds what a first try whose answer was lost inserted.
 func (s *Store) getOrPut(name string, value []byte) (stored []byte, created bool, err error) {
 	err = s.do(func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, `INSERT INTO meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, value)
-		if err != nil {
+		if _, err := s.pool.Exec(ctx, `INSERT INTO meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, value); err != nil {
 			return err
 		}
-		created = tag.RowsAffected() == 1
 		return s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE name = $1`, name).Scan(&stored)
 	})
-	return stored, created, err
+	return stored, err == nil && bytes.Equal(stored, value), err
 }

@@ -24,6 +24,17 @@ var migrationFiles embed.FS
 // starting at once ("gardend" in ASCII).
 const migrationLock int64 = 0x67617264656e64
 
+// dataSteps complete the migration of a version with what SQL cannot compute, in its
+// transaction, right after its file ran. Append only, like the files.
+var dataSteps = map[int]func(ctx context.Context, tx pgx.Tx) error{
+	3: reindexUsernameLooks, // users.go
+}
+
+// lookIndexVersion is the confusables release the newest look data step indexes with
+// (store.ConfusablesVersion when it ran): a newer table needs a migration that
+// re-indexes.
+const lookIndexVersion = "15.0.0"
+
 type migration struct {
 	version int
 	name    string
@@ -78,6 +89,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, max(s.timeout, 30*time.Second))
 	defer cancel()
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Nodes starting together wait here for the first one's migration.
+		if err := unbounded(ctx, tx, lockingIdle); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 			return err
 		}
@@ -98,6 +113,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		for _, m := range ms[current:] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("migrate schema %d → %d (%s): %w", m.version-1, m.version, m.name, err)
+			}
+			if step := dataSteps[m.version]; step != nil {
+				if err := step(ctx, tx); err != nil {
+					return fmt.Errorf("migrate schema %d → %d (%s, data): %w", m.version-1, m.version, m.name, err)
+				}
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
 				return err

@@ -10,19 +10,22 @@ import (
 	"github.com/gardend/gardend/store"
 )
 
-// permTarget resolves the user a permission change is about. Nobody may change their
-// own permission (it prevents lock-out); actorID 0 is an operator acting for nobody.
-func permTarget(ctx context.Context, tx pgx.Tx, actorID uint64, username string) (uint64, error) {
+// permTarget resolves the user a permission change is about, as login does
+// (userIDByName), and returns their id and stored name. Nobody may change their own
+// permission (it prevents lock-out); actorID 0 is an operator acting for nobody.
+func permTarget(ctx context.Context, tx pgx.Tx, actorID uint64, username string) (uint64, string, error) {
 	id, ok, err := userIDByName(ctx, tx, username)
 	switch {
 	case err != nil:
-		return 0, err
+		return 0, "", err
 	case ok && id == actorID:
-		return 0, store.OwnPermission()
+		return 0, "", store.OwnPermission()
 	case !ok:
-		return 0, store.UnknownPermissionUser(username)
+		return 0, "", store.UnknownPermissionUser(username)
 	}
-	return id, nil
+	var name string
+	err = tx.QueryRow(ctx, `SELECT username FROM users WHERE id = $1`, id).Scan(&name)
+	return id, name, err
 }
 
 // lockCompany locks the company's row for the rest of the transaction.
@@ -77,12 +80,13 @@ func (s *Store) SetCompanyPermission(companyID, actorID uint64, username string,
 		if err := lockCompany(ctx, tx, companyID); err != nil {
 			return err
 		}
-		userID, err := permTarget(ctx, tx, actorID, username)
+		userID, name, err := permTarget(ctx, tx, actorID, username)
 		if err != nil {
 			return err
 		}
+		p.Username = name
 		if level != store.LevelAdmin {
-			if err := keepsAnAdmin(ctx, tx, companyID, userID, username); err != nil {
+			if err := keepsAnAdmin(ctx, tx, companyID, userID, name); err != nil {
 				return err
 			}
 		}
@@ -110,11 +114,11 @@ func (s *Store) RemoveCompanyPermission(companyID, actorID uint64, username stri
 		if err := lockCompany(ctx, tx, companyID); err != nil {
 			return err
 		}
-		userID, err := permTarget(ctx, tx, actorID, username)
+		userID, name, err := permTarget(ctx, tx, actorID, username)
 		if err != nil {
 			return err
 		}
-		if err := keepsAnAdmin(ctx, tx, companyID, userID, username); err != nil {
+		if err := keepsAnAdmin(ctx, tx, companyID, userID, name); err != nil {
 			return err
 		}
 		s.at("company-permission-checked")
@@ -138,11 +142,11 @@ func (s *Store) SetGardenPermission(gardenID, actorID uint64, username string, l
 		if _, err := gardenByID(ctx, tx, gardenID); err != nil {
 			return err
 		}
-		userID, err := permTarget(ctx, tx, actorID, username)
+		userID, name, err := permTarget(ctx, tx, actorID, username)
 		if err != nil {
 			return err
 		}
-		p.UserID = userID
+		p.UserID, p.Username = userID, name
 		err = tx.QueryRow(ctx, `INSERT INTO garden_permissions (garden_id, user_id, level) VALUES ($1, $2, $3)
 			ON CONFLICT (garden_id, user_id) DO UPDATE SET level = excluded.level RETURNING id`,
 			gardenID, userID, string(level)).Scan(&p.ID)
@@ -169,7 +173,7 @@ func (s *Store) RemoveGardenPermission(gardenID, actorID uint64, username string
 		if _, err := gardenByID(ctx, tx, gardenID); err != nil {
 			return err
 		}
-		userID, err := permTarget(ctx, tx, actorID, username)
+		userID, _, err := permTarget(ctx, tx, actorID, username)
 		if err != nil {
 			return err
 		}

@@ -101,8 +101,8 @@ func TestCheckIndexesFindsDamage(t *testing.T) {
 		{"no bed refers to it", `INSERT INTO projects (uuid) VALUES ('stray')`},
 		{"was never finished", `INSERT INTO images (path, garden_id, created) SELECT 'images/x0.png', id, now() FROM gardens`},
 		{"bytes stored", `INSERT INTO images (path, garden_id, size, created) SELECT 'images/y.png', id, 10, now() FROM gardens`},
-		{"identity sequence behind", `INSERT INTO users (id, username, first_name, last_name, email, password_hash, date_joined, username_look)
-			VALUES (1000, 'z', 'z', 'z', '', 'h', now(), 'z')`},
+		{"identity sequence behind", `INSERT INTO users (id, username, first_name, last_name, email, password_hash, date_joined, username_look, username_look_lower)
+			VALUES (1000, 'z', 'z', 'z', '', 'h', now(), 'z', 'z')`},
 		{"garden 1: company 99 does not exist", `SET session_replication_role = replica; UPDATE gardens SET company_id = 99`},
 	}
 	for _, tc := range tests {

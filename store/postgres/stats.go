@@ -16,6 +16,7 @@ var tables = []string{
 	"cloud_jobs", "companies", "company_permissions", "garden_coordinates", "garden_permissions", "gardens",
 	"image_chunks", "images", "plant_positions", "projects", "tokens", "users", "widgets", "beds",
 	"meta", "import_map",
+	"logs", "photos", "photo_content", "photo_chunks", "plant_ids",
 }
 
 // Stats counts the rows of every table in one snapshot; FileBytes is the size of the
@@ -112,8 +113,17 @@ var invariants = []struct{ name, query string }{
 			('gardens', (SELECT max(id) FROM gardens), pg_sequence_last_value(pg_get_serial_sequence('gardens', 'id'))),
 			('beds', (SELECT max(id) FROM beds), pg_sequence_last_value(pg_get_serial_sequence('beds', 'id'))),
 			('company_permissions', (SELECT max(id) FROM company_permissions), pg_sequence_last_value(pg_get_serial_sequence('company_permissions', 'id'))),
-			('garden_permissions', (SELECT max(id) FROM garden_permissions), pg_sequence_last_value(pg_get_serial_sequence('garden_permissions', 'id')))
+			('garden_permissions', (SELECT max(id) FROM garden_permissions), pg_sequence_last_value(pg_get_serial_sequence('garden_permissions', 'id'))),
+			('logs', (SELECT max(id) FROM logs), pg_sequence_last_value(pg_get_serial_sequence('logs', 'id'))),
+			('photos', (SELECT max(id) FROM photos), pg_sequence_last_value(pg_get_serial_sequence('photos', 'id')))
 		) AS v(t, max_id, last) WHERE max_id > coalesce(last, 0)`},
+	{"photo of another garden than its log", `SELECT 'photo ' || p.id || ': garden ' || p.garden_id || ', its log''s ' || l.garden_id FROM photos p
+		JOIN logs l ON l.id = p.log_id WHERE l.garden_id <> p.garden_id`},
+	{"log words", `SELECT 'log ' || l.id || ': words not sorted and distinct' FROM logs l
+		WHERE l.words <> ARRAY(SELECT DISTINCT w COLLATE "C" FROM unnest(l.words) w ORDER BY 1)`},
+	{"photo content size", `SELECT 'photo content ' || c.path || ': ' || coalesce(sum(octet_length(k.data)), 0) || ' bytes stored, size says ' || c.size
+		FROM photo_content c LEFT JOIN photo_chunks k ON k.path = c.path WHERE c.size IS NOT NULL
+		GROUP BY c.path, c.size HAVING coalesce(sum(octet_length(k.data)), 0) <> c.size`},
 }
 
 // CheckIndexes runs every invariant query in one snapshot and returns every
@@ -135,10 +145,28 @@ func (s *Store) CheckIndexes() error {
 				errs = append(errs, errors.New(f))
 			}
 		}
-		return nil
+		return checkUsernameLooks(ctx, tx, &errs)
 	})
 	if err != nil {
 		return err
 	}
 	return errors.Join(errs...)
+}
+
+// checkUsernameLooks finds accounts whose look columns are not what gardend computes
+// of their names (store.UsernameLooks), which SQL cannot check.
+func checkUsernameLooks(ctx context.Context, tx pgx.Tx, errs *[]error) error {
+	rows, err := tx.Query(ctx, `SELECT id, username, username_look, username_look_lower FROM users`)
+	if err != nil {
+		return fmt.Errorf("check username looks: %w", err)
+	}
+	var id uint64
+	var name, look, lower string
+	_, err = pgx.ForEachRow(rows, []any{&id, &name, &look, &lower}, func() error {
+		if want := looksOf(name); want[0] != look || want[1] != lower {
+			*errs = append(*errs, fmt.Errorf("user %d %q: looks %q, %q; want %q, %q", id, name, look, lower, want[0], want[1]))
+		}
+		return nil
+	})
+	return err
 }

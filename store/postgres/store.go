@@ -58,6 +58,8 @@ type Store struct {
 	observe func(write bool, d time.Duration)
 	// created: Open found no schema and made it.
 	created bool
+	// secrets are the passwords of the connection string, scrubbed from errors.
+	secrets []string
 }
 
 var (
@@ -83,9 +85,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	explicitPool := strings.Contains(dsn, "pool_max_conns=")
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		// The parse error may quote the DSN; pgx redacts its password.
-		return nil, fmt.Errorf("%w: PostgreSQL connection string: %v", store.ErrInvalid, err)
+		// pgx quotes the string with its own, best-effort redaction: quote ours.
+		var pe *pgconn.ParseConfigError
+		if errors.As(err, &pe) {
+			pe.ConnString = RedactDSN(pe.ConnString)
+		}
+		return nil, fmt.Errorf("%w: PostgreSQL connection string: %v", store.ErrInvalid, scrubbed(err, secretsOf(dsn)))
 	}
+	secrets := secretsOf(dsn, cfg.ConnConfig.Password)
 	switch {
 	case opts.MaxConns > 0:
 		cfg.MaxConns = opts.MaxConns
@@ -101,11 +108,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "gardend"
 	}
+	if set := sessionLimits(opts.OpTimeout, cfg.ConnConfig.RuntimeParams); set != "" {
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, set)
+			return err
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open PostgreSQL pool: %w", err)
+		return nil, scrubbed(fmt.Errorf("open PostgreSQL pool: %w", err), secrets)
 	}
-	s := &Store{pool: pool, now: opts.Now, timeout: opts.OpTimeout}
+	s := &Store{pool: pool, now: opts.Now, timeout: opts.OpTimeout, secrets: secrets}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -142,7 +155,7 @@ const maxTries = 5
 // operation sees one snapshot, as a bbolt View does. fn resets what it fills: it may
 // run more than once.
 func (s *Store) read(fn func(ctx context.Context, tx pgx.Tx) error) error {
-	return s.inTx(pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return s.inTx(context.Background(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
 // write runs fn in a READ COMMITTED read-write transaction. Operations that check and
@@ -150,20 +163,37 @@ func (s *Store) read(fn func(ctx context.Context, tx pgx.Tx) error) error {
 // SERIALIZABLE: a lock waits where serializable would abort and retry, and cannot
 // fail on an unrelated row that shares an index page. fn may run more than once.
 func (s *Store) write(fn func(ctx context.Context, tx pgx.Tx) error) error {
-	return s.inTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+	return s.writeCtx(context.Background(), fn)
 }
 
-func (s *Store) inTx(opts pgx.TxOptions, fn func(ctx context.Context, tx pgx.Tx) error) error {
+// writeCtx is write under parent as well as the operation deadline.
+func (s *Store) writeCtx(parent context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	return s.inTx(parent, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+}
+
+func (s *Store) inTx(parent context.Context, opts pgx.TxOptions, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	if s.observe != nil {
 		defer func(start time.Time) { s.observe(opts.AccessMode != pgx.ReadOnly, time.Since(start)) }(time.Now())
 	}
-	return s.doCtx(context.Background(), func(ctx context.Context) error {
-		return pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error { return fn(ctx, tx) })
+	return s.doCtx(parent, func(ctx context.Context) error {
+		tx, err := s.pool.BeginTx(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if err := fn(ctx, tx); err != nil {
+			_ = tx.Rollback(ctx) // fn's error says more; a failed rollback closes the connection
+			return err
+		}
+		return s.commit(ctx, tx, opts.AccessMode == pgx.ReadOnly)
 	})
 }
 
 // do runs a single statement (or a few that need no common snapshot) under the
-// operation deadline.
+// operation deadline. fn may run more than once, also after a run whose statements
+// took effect but whose answer was lost: it must be a read, or a write that leaves
+// the same state and reports the same result when applied again (an upsert, a delete
+// by key, an update to given values). Any other write goes through write, whose
+// commit is checked rather than repeated.
 func (s *Store) do(fn func(ctx context.Context) error) error {
 	return s.doCtx(context.Background(), fn)
 }
@@ -187,10 +217,21 @@ func (s *Store) doCtx(parent context.Context, fn func(ctx context.Context) error
 // may simply run again); an error that happened before anything reached the server;
 // or a session the server ended (a restart, a failover, pg_terminate_backend) or
 // that died, whose pooled connection is discarded, so the next try takes a fresh
-// one. A transaction cut off that way was rolled back. In the narrow window where a
-// commit succeeded but its answer was lost, a retry applies the write again, which
-// is what the client would do on a 503 anyway.
+// one. A transaction cut off that way before its COMMIT was sent was rolled back; one
+// whose COMMIT went out and whose answer was lost is not retried blindly: commit asks
+// the database what became of it (commit.go), and only a transaction it says was
+// aborted runs again.
 func retryable(err error) bool {
+	var (
+		unknown *commitUnknownError
+		aborted *abortedError
+	)
+	switch {
+	case errors.As(err, &unknown):
+		return false
+	case errors.As(err, &aborted):
+		return true
+	}
 	switch code := sqlState(err); {
 	case code == "40001", code == "40P01", code == "57P01", code == "57P02", code == "57P03":
 		return true
@@ -215,16 +256,25 @@ func sqlState(err error) string {
 // classify turns errors that say the database cannot be used now into
 // store.ErrUnavailable; domain errors and anything else pass unchanged.
 func (s *Store) classify(err error) error {
+	if code := sqlState(err); code == "22021" || code == "22P05" {
+		// The rules (store.CleanText) keep such text out; should some get past them,
+		// it is the input's fault, said without the database's words.
+		return fmt.Errorf("%w: the text holds a character PostgreSQL cannot store (U+0000 or invalid UTF-8)", store.ErrInvalid)
+	}
 	if err == nil || !unavailable(err) {
-		return err
+		return scrubbed(err, s.secrets)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
-		return fmt.Errorf("%w: no answer within %s: %v", store.ErrUnavailable, s.timeout, err)
+		return scrubbed(fmt.Errorf("%w: no answer within %s: %v", store.ErrUnavailable, s.timeout, err), s.secrets)
 	}
-	return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	return scrubbed(fmt.Errorf("%w: %v", store.ErrUnavailable, err), s.secrets)
 }
 
 func unavailable(err error) bool {
+	var unknown *commitUnknownError
+	if errors.As(err, &unknown) {
+		return true
+	}
 	if code := sqlState(err); code != "" {
 		// 08: connection exception; 53: insufficient resources (too many connections,
 		// disk full); 57: operator intervention (shutdown, cannot connect now,

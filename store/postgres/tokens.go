@@ -127,8 +127,8 @@ func revokeUserTokens(ctx context.Context, q querier, userID uint64, keep []byte
 // SweepExpiredTokens deletes tokens whose expiry has passed and returns how many.
 func (s *Store) SweepExpiredTokens() (int, error) {
 	var n int
-	err := s.do(func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, `DELETE FROM tokens WHERE expiry <= $1`, ts(s.now()))
+	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM tokens WHERE expiry <= $1`, ts(s.now()))
 		n = int(tag.RowsAffected())
 		return err
 	})

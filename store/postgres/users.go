@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,10 +39,10 @@ func (s *Store) CreateUser(in store.NewUser) (store.User, error) {
 			return err
 		}
 		u, err = scanUser(tx.QueryRow(ctx, `INSERT INTO users
-			(username, first_name, last_name, email, password_hash, date_joined, site_admin, username_look)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+userColumns,
-			in.Username, in.FirstName, in.LastName, in.Email, in.PasswordHash, ts(s.now()), in.SiteAdmin,
-			store.UsernameSkeleton(in.Username)))
+			(username, first_name, last_name, email, password_hash, date_joined, site_admin, username_look, username_look_lower)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+userColumns,
+			append([]any{in.Username, in.FirstName, in.LastName, in.Email, in.PasswordHash, ts(s.now()), in.SiteAdmin},
+				looksOf(in.Username)...)...))
 		return err
 	})
 	if isUnique(err) {
@@ -50,14 +51,28 @@ func (s *Store) CreateUser(in store.NewUser) (store.User, error) {
 	return u, err
 }
 
+// looksOf is a username's two look columns (store.UsernameLooks): username_look and
+// username_look_lower, equal when the name has one look.
+func looksOf(name string) []any {
+	looks := store.UsernameLooks(name)
+	return []any{looks[0], looks[len(looks)-1]}
+}
+
 // claimUsername checks that name (normalised) is free for account id (0: a new one):
-// no other account has it, nor a name with its skeleton. It takes a transaction-level
-// advisory lock on the skeleton first, so two transactions claiming lookalike names
-// run one after the other and the second sees the first's row.
+// no other account has it, nor a name that shares one of its looks. It first takes a
+// transaction-level advisory lock on each look, in order: two transactions claiming
+// lookalike names share a look, so they run one after the other and the second sees
+// the first's row.
 func claimUsername(ctx context.Context, tx pgx.Tx, name string, id uint64) error {
-	look := store.UsernameSkeleton(name)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "gardend-username:"+look); err != nil {
-		return err
+	if !store.CleanText(name) {
+		return nil // no account has such a name (nor can PostgreSQL compare it): free, as on bbolt
+	}
+	looks := store.UsernameLooks(name)
+	locks := slices.Sorted(slices.Values(looks))
+	for _, look := range locks {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "gardend-username:"+look); err != nil {
+			return err
+		}
 	}
 	if other, ok, err := userIDByName(ctx, tx, name); err != nil {
 		return err
@@ -65,13 +80,45 @@ func claimUsername(ctx context.Context, tx pgx.Tx, name string, id uint64) error
 		return store.UsernameTaken(name)
 	}
 	var taken bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE username_look = $1 AND id <> $2)`, look, id).Scan(&taken); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users
+			WHERE (username_look = ANY($1) OR username_look_lower = ANY($1)) AND id <> $2)`, looks, id).Scan(&taken); err != nil {
 		return err
 	}
 	if taken {
 		return store.UsernameLooksTaken(name)
 	}
 	return nil
+}
+
+// reindexUsernameLooks computes both look columns of every account (schema 2 → 3:
+// Unicode's confusables in place of the hand-written table, case-folded). Accounts
+// that now look alike all stay: only new names are held to the rule.
+func reindexUsernameLooks(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, `SELECT id, username FROM users`)
+	if err != nil {
+		return err
+	}
+	type account struct {
+		id   uint64
+		name string
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (a account, err error) {
+		err = r.Scan(&a.id, &a.name)
+		return a, err
+	})
+	if err != nil {
+		return err
+	}
+	var batch pgx.Batch
+	for _, a := range all {
+		batch.Queue(`UPDATE users SET username_look = $2, username_look_lower = $3 WHERE id = $1`,
+			append([]any{a.id}, looksOf(a.name)...)...)
+	}
+	if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `ALTER TABLE users ALTER COLUMN username_look_lower SET NOT NULL`)
+	return err
 }
 
 // CheckUsernameFree is claimUsername on its own, for a caller that wants to refuse a
@@ -128,10 +175,10 @@ func (s *Store) UpdateUser(id uint64, up store.UserUpdate) (store.User, error) {
 	if err != nil {
 		return store.User{}, err
 	}
-	var look *string
+	var look, lookLower *string
 	if up.Username != nil {
-		l := store.UsernameSkeleton(*up.Username)
-		look = &l
+		looks := store.UsernameLooks(*up.Username)
+		look, lookLower = &looks[0], &looks[len(looks)-1]
 	}
 	var out store.User
 	err = s.write(func(ctx context.Context, tx pgx.Tx) error {
@@ -153,13 +200,14 @@ func (s *Store) UpdateUser(id uint64, up store.UserUpdate) (store.User, error) {
 		u, err := scanUser(tx.QueryRow(ctx, `UPDATE users SET
 				username = coalesce($2, username),
 				username_look = coalesce($3, username_look),
+				username_look_lower = coalesce($8, username_look_lower),
 				first_name = coalesce($4, first_name),
 				last_name = coalesce($5, last_name),
 				email = coalesce($6, email),
 				password_hash = coalesce($7, password_hash),
 				credentials_gen = credentials_gen + CASE WHEN $7::text IS NULL THEN 0 ELSE 1 END
 			WHERE id = $1 RETURNING `+userColumns,
-			id, up.Username, look, up.FirstName, up.LastName, up.Email, up.PasswordHash))
+			id, up.Username, look, up.FirstName, up.LastName, up.Email, up.PasswordHash, lookLower))
 		switch {
 		case isUnique(err):
 			return store.UsernameTaken(*up.Username)
@@ -195,14 +243,40 @@ func (s *Store) ListUsers() ([]store.User, error) {
 	return out, err
 }
 
+// PasswordHashKinds lists the kinds of password hash the accounts hold, by kind. The
+// hashes stream through once: the kind is gardend's reading of each (store.HashKind).
+func (s *Store) PasswordHashKinds() ([]store.HashKindCount, error) {
+	var out []store.HashKindCount
+	err := s.do(func(ctx context.Context) error {
+		kinds := map[string]*store.HashKindCount{}
+		rows, err := s.pool.Query(ctx, `SELECT password_hash FROM users`)
+		if err != nil {
+			return err
+		}
+		var hash string
+		if _, err := pgx.ForEachRow(rows, []any{&hash}, func() error {
+			store.CountHashKinds(kinds, hash)
+			return nil
+		}); err != nil {
+			return err
+		}
+		out = store.SortedHashKinds(kinds)
+		return nil
+	})
+	return out, err
+}
+
 // userIDByName finds the account a username means: the one of that exact name; else
 // the one of its normalised form; else the one account stored before names were
 // normalised (an archive of an older bbolt install) whose name normalises the same.
-// All three share the name's skeleton, so one indexed query finds the candidates.
+// All three share the name's first look, so one indexed query finds the candidates.
 func userIDByName(ctx context.Context, q querier, username string) (uint64, bool, error) {
+	if !store.CleanText(username) {
+		return 0, false, nil // no account has such a name (nor can PostgreSQL compare it), as on bbolt
+	}
 	normal := store.NormalizeUsername(username)
 	rows, err := q.Query(ctx, `SELECT id, username FROM users WHERE username = $1 OR username_look = $2`,
-		username, store.UsernameSkeleton(username))
+		username, store.UsernameLooks(username)[0])
 	if err != nil {
 		return 0, false, err
 	}
@@ -239,13 +313,15 @@ func userIDByName(ctx context.Context, q querier, username string) (uint64, bool
 
 // ReplacePasswordHash swaps the user's hash for a new hash of the same password, in
 // one conditional UPDATE: only over the hash it expects, so a password change that
-// committed first wins. Tokens and the credentials generation stay.
+// committed first wins. Tokens and the credentials generation stay. A hash that is
+// the replacement already counts as replaced: replacement is freshly salted, so only
+// this call (a try whose answer was lost) can have stored it.
 func (s *Store) ReplacePasswordHash(userID uint64, old, replacement string) (bool, error) {
 	var replaced bool
 	err := s.do(func(ctx context.Context) error {
 		var exists bool
 		err := s.pool.QueryRow(ctx, `WITH u AS (
-				UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2 RETURNING id)
+				UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash IN ($2, $3) RETURNING id)
 			SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM users WHERE id = $1)`,
 			userID, old, replacement).Scan(&replaced, &exists)
 		if err == nil && !exists {

@@ -18,16 +18,19 @@ func testCreateUser(t *testing.T, h Harness) {
 	}
 	_, err := st.CreateUser(store.NewUser{Username: "ann", FirstName: "A", LastName: "B", PasswordHash: "x"})
 	wantErr(t, err, store.ErrConflict)
-	// Usernames compare case-sensitively, as the service being replaced did.
-	ann2, err := st.CreateUser(store.NewUser{Username: "Ann", FirstName: "A", LastName: "B", Email: "a@example.org", PasswordHash: "x", SiteAdmin: true})
+	// Usernames compare case-sensitively, as the service being replaced did, but a
+	// new one may not differ from an existing one in case only.
+	_, err = st.CreateUser(store.NewUser{Username: "Ann", FirstName: "A", LastName: "B", PasswordHash: "x"})
+	wantErr(t, err, store.ErrConflict)
+	ann2, err := st.CreateUser(store.NewUser{Username: "Anna", FirstName: "A", LastName: "B", Email: "a@example.org", PasswordHash: "x", SiteAdmin: true})
 	if err != nil {
-		t.Fatalf("Ann: %v", err)
+		t.Fatalf("Anna: %v", err)
 	}
 	got, err := st.UserByUsername("ann")
 	if err != nil || got.ID != u.ID || got.PasswordHash != "h" || got.FirstName != "F" || got.LastName != "L" {
 		t.Fatalf("UserByUsername = %+v, %v", got, err)
 	}
-	if got, err := st.UserByID(ann2.ID); err != nil || got.Username != "Ann" || !got.SiteAdmin || got.Email != "a@example.org" {
+	if got, err := st.UserByID(ann2.ID); err != nil || got.Username != "Anna" || !got.SiteAdmin || got.Email != "a@example.org" {
 		t.Fatalf("UserByID = %+v, %v", got, err)
 	}
 	_, err = st.UserByUsername("nobody")
@@ -146,6 +149,41 @@ func testCreateLoginToken(t *testing.T, h Harness) {
 		t.Fatalf("after a profile change: %v", err)
 	}
 	wantErr(t, st.CreateLoginToken(store.User{ID: 999}, store.TokenDigest(tok("a5")), clock.Now().Add(time.Hour)), store.ErrCredentialsChanged)
+}
+
+// testLookalikeUsernamesRefused: a new name, or a rename, that shares a look
+// (store.UsernameLooks: UTS #39 skeletons, case-folded) with another account is
+// refused with a conflict that says so; accounts stored before the rule, which look
+// alike, all keep working under their exact names.
+func testLookalikeUsernamesRefused(t *testing.T, h Harness) {
+	st, _ := open(t, h)
+	for _, name := range []string{"alice", "mary", "olga", "ivan"} {
+		mustUser(t, st, name)
+	}
+	for _, name := range []string{"aIice", "aǀice", "ɑlice", "alıce", "Alice", "ALICE", "rnary", "0lga", "Ivan", "ｍａｒｙ"} {
+		_, err := st.CreateUser(store.NewUser{Username: name, FirstName: "F", LastName: "L", PasswordHash: "h"})
+		wantErr(t, err, store.ErrConflict)
+		if err == nil || !strings.Contains(err.Error(), "looks like an existing account") && !strings.Contains(err.Error(), "already taken") {
+			t.Errorf("%q: %v does not say it looks like an existing name", name, err)
+		}
+		wantErr(t, st.CheckUsernameFree(name, 0), store.ErrConflict)
+	}
+	bob := mustUser(t, st, "bob")
+	for _, name := range []string{"aIice", "0lga"} {
+		_, err := st.UpdateUser(bob.ID, store.UserUpdate{Username: ptr(name)})
+		wantErr(t, err, store.ErrConflict)
+	}
+	// A name that only looks like the account's own is its owner's to take.
+	if u, err := st.UpdateUser(bob.ID, store.UserUpdate{Username: ptr("Bob")}); err != nil || u.Username != "Bob" {
+		t.Fatalf("bob → Bob: %+v, %v", u, err)
+	}
+	if _, err := st.UserByUsername("bob"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the old name still finds an account: %v", err)
+	}
+	// Not lookalikes: allowed.
+	for _, name := range []string{"allce", "josé", "marya"} {
+		mustUser(t, st, name)
+	}
 }
 
 func testUsernamesNormalisedAndUnconfusable(t *testing.T, h Harness) {
@@ -326,5 +364,28 @@ func testStats(t *testing.T, h Harness) {
 	}
 	if !found {
 		t.Fatalf("users not counted: %+v", s.Buckets)
+	}
+}
+
+// testPasswordHashKinds: the kinds of hash stored, each counted with an example;
+// unusable and unreadable hashes left out.
+func testPasswordHashKinds(t *testing.T, h Harness) {
+	st, _ := open(t, h)
+	const (
+		own      = "$argon2id$v=19$m=47104,t=1,p=1$c2FsdHNhbHRzYWx0c2FsdA$a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U"
+		plantmap = "pbkdf2_sha256$320000$LuKlEyk1ZdbXx8ctkvF9c7$21bgLk3zi8fHBCZdTkAKQT8e0nIGe7A+gmS4zFaqzd4="
+	)
+	for i, hash := range []string{own, own, plantmap, "!", "!" + plantmap, "h"} {
+		if _, err := st.CreateUser(store.NewUser{Username: fmt.Sprintf("u%d", i), FirstName: "F", LastName: "L", PasswordHash: hash}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds, err := st.PasswordHashKinds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kinds) != 2 || kinds[0].Kind != "argon2id m=47104,t=1,p=1" || kinds[0].Accounts != 2 || kinds[0].Example != own ||
+		kinds[1].Kind != "pbkdf2_sha256 iterations=320000" || kinds[1].Accounts != 1 || kinds[1].Example != plantmap {
+		t.Fatalf("PasswordHashKinds = %+v", kinds)
 	}
 }

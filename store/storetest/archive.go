@@ -84,6 +84,42 @@ func Fill(tb testing.TB, st store.Backend, clock *Clock) {
 	must(err)
 	_, _, err = st.DataID()
 	must(err)
+
+	// The logbook: plant identities, a log of every shape (a removed bed's, a
+	// task with an assignee, a harvest with a quantity, notes), photos with and
+	// without a thumbnail.
+	_, err = st.KeepPlantIDs(uuidA, []store.PlantID{{Name: "plant 2", ID: "m-2"}, {Name: "plant 1", ID: "m-1"}})
+	must(err)
+	clock.Advance(time.Minute)
+	harvest := store.LogHarvest
+	bed := mustBedOf(tb, st, g1.ID)
+	h, err := st.CreateLog(g1.ID, carol.ID, store.LogPatch{Type: &harvest, Title: ptr("Tomatoes"), Notes: ptr("first\nof the year"),
+		At: ptr(clock.Now().Add(-time.Hour)), Bed: &bed.ID, Plant: ptr("m-1"), Quantity: ptr(&store.Quantity{Value: 2.25, Unit: "kg"})}, nil)
+	must(err)
+	task := store.LogTask
+	_, err = st.CreateLog(g1.ID, ann.ID, store.LogPatch{Type: &task, Title: ptr("Tie up"), At: ptr(clock.Now().Add(48 * time.Hour)), Assignee: ptr("carol")}, nil)
+	must(err)
+	obs := store.LogObservation
+	o, err := st.CreateLog(g3.ID, carol.ID, store.LogPatch{Type: &obs, Title: ptr("Slugs"), Bed: ptr(mustBedOf(tb, st, g3.ID).ID)}, nil)
+	must(err)
+	_, err = st.AddPhoto(g1.ID, h.ID, photo(1), 0, nil)
+	must(err)
+	p2 := photo(2)
+	p2.ThumbPath, p2.ThumbSize = "", 0
+	_, err = st.AddPhoto(g3.ID, o.ID, p2, 0, nil)
+	must(err)
+	_, err = st.DeleteBed(g3.ID, *o.Bed)
+	must(err)
+}
+
+// mustBedOf returns the garden's first bed.
+func mustBedOf(tb testing.TB, st store.Backend, gardenID uint64) store.Bed {
+	tb.Helper()
+	beds, err := st.BedsOfGarden(gardenID)
+	if err != nil || len(beds) == 0 {
+		tb.Fatalf("beds of garden %d: %v, %v", gardenID, beds, err)
+	}
+	return beds[0]
 }
 
 // Records is an archive without its header line (which says when it was written).

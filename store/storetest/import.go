@@ -157,7 +157,7 @@ func testImportIntoUsedDatabase(t *testing.T, h Harness) {
 
 	in := sampleImport()
 	p := plan(t, st, in)
-	if p.Errors() || !strings.Contains(problems(p), `"Admin" differs from gardend's user "admin" only in case`) {
+	if p.Errors() || !strings.Contains(problems(p), `"Admin" looks like gardend's user "admin" but for case`) {
 		t.Fatalf("problems:\n%s", problems(p))
 	}
 	users, companies, gardens := p.Kinds[store.ImportUsers], p.Kinds[store.ImportCompanies], p.Kinds[store.ImportGardens]

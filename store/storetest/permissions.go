@@ -155,3 +155,30 @@ func testUsernameFollowsRename(t *testing.T, h Harness) {
 	_, err = st.SetCompanyPermission(c.ID, alice.ID, "bob", store.LevelAdmin)
 	wantErr(t, err, store.ErrInvalid)
 }
+
+// testPermissionUsernameSpellings: a permission change finds its user as login does,
+// through any spelling of the name that normalises to it, and answers with the name
+// the account has, not the spelling sent; a lookalike of a name is nobody.
+func testPermissionUsernameSpellings(t *testing.T, h Harness) {
+	st, _ := open(t, h)
+	owner := mustUser(t, st, "owner")
+	bob := mustUser(t, st, "bob")
+	c := mustCompany(t, st, owner, "co")
+	g := mustGarden(t, st, c, "g")
+	cp, err := st.SetCompanyPermission(c.ID, owner.ID, "ｂｏｂ", store.LevelUser)
+	if err != nil || cp.UserID != bob.ID || cp.Username != "bob" {
+		t.Fatalf("company permission for ｂｏｂ: %+v, %v", cp, err)
+	}
+	gp, err := st.SetGardenPermission(g.ID, owner.ID, "𝐛𝐨𝐛", store.LevelAdmin)
+	if err != nil || gp.UserID != bob.ID || gp.Username != "bob" {
+		t.Fatalf("garden permission for 𝐛𝐨𝐛: %+v, %v", gp, err)
+	}
+	_, err = st.SetCompanyPermission(c.ID, owner.ID, "b0b", store.LevelUser)
+	wantErr(t, err, store.ErrInvalid)
+	// Nor may the owner reach their own permission through another spelling.
+	_, err = st.RemoveCompanyPermission(c.ID, owner.ID, "ｏｗｎｅｒ")
+	wantErr(t, err, store.ErrForbidden)
+	if removed, err := st.RemoveGardenPermission(g.ID, owner.ID, "ｂob"); err != nil || !removed {
+		t.Fatalf("remove through ｂob: %v, %v", removed, err)
+	}
+}

@@ -24,8 +24,12 @@ export async function gardenAdmin(main, [c, g], signal) {
   }
   const cleanup = [];
   main.append(await picturePanel(c, g, base, gd.image_path, signal, cleanup));
-  main.append(bedsPanel(base, signal));
-  main.append(permissionsPanel(base, 'garden', signal));
+  const beds = bedsPanel(base, signal);
+  const perms = permissionsPanel(base, 'garden', signal);
+  main.append(beds.el, perms.el);
+  // Both lists grow the page when their first answers come; after that it holds still
+  // (data-loaded, which the browser tests wait for before they click).
+  Promise.all([beds.loaded, perms.loaded]).then(() => { if (!signal.aborted) main.dataset.loaded = 'true'; });
   const box = h('div');
   const remove = h('button', { type: 'button', class: 'danger' }, 'Delete garden');
   remove.addEventListener('click', async () => {
@@ -148,6 +152,8 @@ async function picturePanel(c, g, base, hasImage, signal, cleanup) {
   return section;
 }
 
+// bedsPanel lists the spatial server's projects with the beds registered from them;
+// like permissionsPanel it returns the panel (el) and its first answer (loaded).
 function bedsPanel(base, signal) {
   const box = h('div');
   const table = sortableTable({
@@ -179,24 +185,29 @@ function bedsPanel(base, signal) {
     try { await fn(); announce(done); } catch (err) { box.replaceChildren(problemBox(err)); }
     await refresh();
   }
+  // Only the latest refresh shows its answer (see permissionsPanel).
+  let latest = 0;
   async function refresh() {
+    const mine = ++latest;
     try {
       const res = await get(base + '/spatial-projects', { signal });
+      if (mine !== latest) return;
       const byUUID = new Map(res.beds.map((b) => [b.uuid, b]));
       const rows = res.projects.map((p) => ({ ...p, bed: byUUID.get(p.uuid) || null }));
       for (const b of res.beds) if (!res.projects.some((p) => p.uuid === b.uuid)) rows.push({ uuid: b.uuid, name: '(not listed by the spatial server)', bed: b });
       table.setRows(rows);
     } catch (err) {
-      if (err.name !== 'AbortError') box.replaceChildren(problemBox(err, 'The spatial server’s projects'));
+      if (err.name !== 'AbortError' && mine === latest) box.replaceChildren(problemBox(err, 'The spatial server’s projects'));
     }
   }
-  refresh();
+  const loaded = refresh();
   const manual = form({
     className: 'inline', submit: 'Register',
     fields: [{ name: 'uuid', label: 'Project UUID', required: true, autocomplete: 'off' }, { name: 'name', label: 'Bed name (optional)' }],
     onSubmit: async (v, f) => { await post(`${base}/beds`, { uuid: v.uuid.trim(), name: v.name }); f.reset(); announce('The bed was registered.'); await refresh(); },
   });
-  return h('section', { class: 'card', 'aria-labelledby': 'beds-admin-h' },
+  const el = h('section', { class: 'card', 'aria-labelledby': 'beds-admin-h' },
     h('h2', { id: 'beds-admin-h' }, 'Beds'), table.el, box,
     h('details', {}, h('summary', {}, 'Register a project by its UUID'), manual));
+  return { el, loaded };
 }

@@ -23,7 +23,9 @@ export async function company(main, [c], signal) {
         onSubmit: async (v) => { const g = await post(paths.company(c) + '/gardens', { name: v.name }); go(`#/c/${c}/g/${g.id}`); },
       }) : null));
   if (!admin) return;
-  main.append(permissionsPanel(paths.company(c), 'company', signal));
+  const perms = permissionsPanel(paths.company(c), 'company', signal);
+  main.append(perms.el);
+  perms.loaded.then(() => { if (!signal.aborted) main.dataset.loaded = 'true'; });
   const box = h('div');
   const remove = h('button', { type: 'button', class: 'danger' }, 'Delete company');
   remove.addEventListener('click', async () => {

@@ -3,7 +3,9 @@ import { h, form, problemBox, announce } from './ui.js';
 import { sortableTable } from './table.js';
 
 // permissionsPanel lists, grants, changes and revokes the permissions of a company or
-// garden (base is its API path). Admins only: the caller checked the role.
+// garden (base is its API path). Admins only: the caller checked the role. It returns
+// the panel (el) and a promise that settles once the list has its first answer
+// (loaded), when the panel stops changing size by itself.
 export function permissionsPanel(base, what, signal) {
   const box = h('div', { class: 'problems' });
   const me = session()?.username;
@@ -31,11 +33,16 @@ export function permissionsPanel(base, what, signal) {
       { key: 'actions', label: 'Revoke', value: () => null, cell: removeBtn },
     ],
   });
+  // Only the latest refresh shows its answer: the first one may still be on its way
+  // when a grant's refresh returns, and its older list must not replace the newer.
+  let latest = 0;
   async function refresh() {
+    const mine = ++latest;
     try {
-      table.setRows(await get(base + '/permissions', { signal }));
+      const rows = await get(base + '/permissions', { signal });
+      if (mine === latest) table.setRows(rows);
     } catch (err) {
-      if (err.name !== 'AbortError') box.replaceChildren(problemBox(err, 'Permissions'));
+      if (err.name !== 'AbortError' && mine === latest) box.replaceChildren(problemBox(err, 'Permissions'));
     }
   }
   async function act(fn, done) {
@@ -62,9 +69,10 @@ export function permissionsPanel(base, what, signal) {
       await refresh();
     },
   });
-  refresh();
-  return h('section', { class: 'card', 'aria-labelledby': `perm-${what}` },
+  const loaded = refresh();
+  const el = h('section', { class: 'card', 'aria-labelledby': `perm-${what}` },
     h('h2', { id: `perm-${what}` }, 'Permissions'),
     h('p', { class: 'hint' }, `Readers see the ${what}; admins may also change it and its permissions.`),
     table.el, box, h('h3', {}, 'Grant access'), grant);
+  return { el, loaded };
 }

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package server
+
+import "time"
+
+// cpuTime is unavailable here; benchmarks then report 0 cpu-ms/op.
+func cpuTime() time.Duration { return 0 }
