@@ -339,8 +339,7 @@ func NRGBA(img image.Image) *image.NRGBA {
 				v := byte(m.Gray16At(x, y).Y >> 8)
 				c = color.NRGBA{v, v, v, 0xff}
 			case *image.RGBA:
-				p := m.RGBAAt(x, y) // PNG truecolour without alpha: opaque
-				c = color.NRGBA{p.R, p.G, p.B, p.A}
+				c = color.NRGBA(m.RGBAAt(x, y)) // PNG truecolour without alpha: opaque
 			case *image.RGBA64:
 				p := m.RGBA64At(x, y)
 				c = color.NRGBA{byte(p.R >> 8), byte(p.G >> 8), byte(p.B >> 8), byte(p.A >> 8)}
@@ -352,7 +351,7 @@ func NRGBA(img image.Image) *image.NRGBA {
 			case *image.Paletted:
 				switch p := m.Palette[m.ColorIndexAt(x, y)].(type) {
 				case color.RGBA:
-					c = color.NRGBA{p.R, p.G, p.B, p.A}
+					c = color.NRGBA(p) // opaque: image/png's palette without tRNS
 				case color.NRGBA:
 					c = p
 				default:

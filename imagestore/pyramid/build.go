@@ -120,7 +120,7 @@ func Build(ctx context.Context, src io.ReaderAt, size int64, dst io.WriterAt, o 
 		return enc.submit(entryTiles+in.tileIndex(t.Z, t.X, t.Y), t.Img, t.Release)
 	}, TilerOptions{Buffers: 2 * o.Workers, Keep: []int{in.PreviewLevel, thumbFrom}, MaxBandBytes: o.MaxBandBytes, ScratchDir: o.ScratchDir})
 	if err != nil {
-		enc.wait()
+		_ = enc.wait() // nothing was submitted; err is the one to report
 		return Info{}, 0, err
 	}
 	defer tiler.Close()

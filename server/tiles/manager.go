@@ -113,6 +113,7 @@ type Manager struct {
 	order   uint64          // enqueue counter
 	changed chan struct{}   // closed and replaced whenever jobs change
 	used    int64           // bytes of packs, once scanned
+	running int             // builds in progress, forgotten ones included
 	scanned bool
 	hook    func(ctx context.Context, path string, rows, total int)
 }
@@ -384,12 +385,15 @@ func (m *Manager) run(ctx context.Context, j *job) {
 	}
 	j.cancel = cancel
 	hook := m.hook
+	m.running++
 	m.mu.Unlock()
 	start := time.Now()
 	n, err := m.build(jctx, j, hook)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.running--
 	if m.jobs[j.path] != j {
+		m.notify()
 		return // forgotten: nothing to record
 	}
 	j.building, j.cancel, j.progress = false, nil, 0
@@ -505,11 +509,12 @@ func (r readerWithContext) Read(p []byte) (int, error) {
 	return r.r.Read(p)
 }
 
-// WaitIdle waits until no build is queued or running (failed ones aside).
+// WaitIdle waits until no build is queued or running (failed ones aside), and builds
+// of forgotten pictures have cleaned up.
 func (m *Manager) WaitIdle(ctx context.Context) error {
 	for {
 		m.mu.Lock()
-		busy := false
+		busy := m.running > 0
 		for _, j := range m.jobs {
 			busy = busy || !j.gaveUp
 		}
