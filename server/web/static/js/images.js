@@ -67,27 +67,19 @@ export async function whenTiled(c, g, signal) {
 }
 
 // thumbnail is the garden's thumbnail as {url, width, height}, or null when the
-// garden has no picture; while it is being built it waits as the server says. A
-// picture that cannot be tiled throws the server's reason.
+// garden has no picture. Info says first whether it is built (so no request fails
+// while it is), and names its version: the thumbnail itself then comes from the
+// browser's cache on later visits. A picture that cannot be tiled throws the reason.
 export async function thumbnail(c, g, signal) {
-  for (let attempt = 0; ; attempt++) {
-    let url;
-    try {
-      url = await imageURL(picture(c, g) + '/thumb', signal);
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 503 && attempt < 60) {
-        await sleep((err.retryAfter || 2) * 1000, signal);
-        continue;
-      }
-      if (err instanceof ApiError && err.status === 404 && /no image/.test(err.message)) return null;
-      throw err;
+  for (let wait = 2; ; wait = Math.min(wait * 1.5, 15)) {
+    const info = await pictureInfo(c, g, signal);
+    if (!info) return null;
+    if (info.ready) {
+      const url = await imageURL(versioned(picture(c, g) + '/thumb', info), signal);
+      return { url, width: info.thumb.width, height: info.thumb.height };
     }
-    try {
-      return { url, ...await naturalSize(url) };
-    } catch (err) {
-      URL.revokeObjectURL(url);
-      throw err;
-    }
+    if (info.state === 'failed') throw new Error(`The picture cannot be shown small: ${info.error}`);
+    await sleep(wait * 1000, signal);
   }
 }
 
