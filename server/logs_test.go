@@ -42,7 +42,7 @@ func newLogbookFarm(t *testing.T, b backend, configure ...func(*server.Config)) 
 	other := ts.createCompany(f.stranger, "Other")
 	f.other = ts.createGarden(f.stranger, other.ID, "South")
 	ts.must(http.StatusCreated, "POST", f.path+"/beds", f.owner, map[string]string{"uuid": "3fa85f64-5717-4562-b3fc-2c963f66afa6", "name": "Bed 6"}).decode(t, &f.bed)
-	ts.must(http.StatusCreated, "POST", gardenPath(other.ID, f.other.ID)+"/beds", f.stranger, map[string]string{"uuid": "3fa85f64-5717-4562-b3fc-2c963f66afa6"}).decode(t, &f.foreignBed)
+	ts.must(http.StatusCreated, "POST", gardenPath(other.ID, f.other.ID)+"/beds", f.stranger, map[string]string{"uuid": "7c9e6679-7425-40de-944b-e07fc1f90ae7"}).decode(t, &f.foreignBed)
 	if _, err := ts.store().KeepPlantIDs(f.bed.UUID, []store.PlantID{{Name: "p1", ID: "m-1"}}); err != nil {
 		t.Fatal(err)
 	}
