@@ -137,7 +137,7 @@ func Encode(src *image.NRGBA, k Kind, o Options) []byte {
 			chunk(&out, "tRNS", alphas)
 		}
 	} else if k.TRNS {
-		s := samples(src, k, 0, 0)
+		s, _ := samples(src, k, 0, 0)
 		switch k.ColorType {
 		case Grey:
 			if k.Depth == 16 {
@@ -202,34 +202,35 @@ func compress(raw []byte, level int) []byte {
 	return buf.Bytes()
 }
 
-// samples are the channel values of the pixel at x, y for kind k.
-func samples(src *image.NRGBA, k Kind, x, y int) []uint16 {
+// samples are the channel values of the pixel at x, y for kind k, and how many there
+// are.
+func samples(src *image.NRGBA, k Kind, x, y int) ([4]uint16, int) {
 	c := src.NRGBAAt(src.Rect.Min.X+x, src.Rect.Min.Y+y)
 	wide := func(a, b byte) uint16 { return uint16(a)<<8 | uint16(b) }
 	narrow := func(v byte) uint16 { return uint16(v >> (8 - k.Depth)) }
 	switch k.ColorType {
 	case Grey:
 		if k.Depth == 16 {
-			return []uint16{wide(c.R, c.G)}
+			return [4]uint16{wide(c.R, c.G)}, 1
 		}
-		return []uint16{narrow(c.R)}
+		return [4]uint16{narrow(c.R)}, 1
 	case Palette:
-		return []uint16{uint16(c.R^c.B) & (1<<k.Depth - 1)}
+		return [4]uint16{uint16(c.R^c.B) & (1<<k.Depth - 1)}, 1
 	case GreyAlpha:
 		if k.Depth == 16 {
-			return []uint16{wide(c.R, c.G), wide(c.A, c.B)}
+			return [4]uint16{wide(c.R, c.G), wide(c.A, c.B)}, 2
 		}
-		return []uint16{uint16(c.R), uint16(c.A)}
+		return [4]uint16{uint16(c.R), uint16(c.A)}, 2
 	case True:
 		if k.Depth == 16 {
-			return []uint16{wide(c.R, c.B), wide(c.G, c.R), wide(c.B, c.G)}
+			return [4]uint16{wide(c.R, c.B), wide(c.G, c.R), wide(c.B, c.G)}, 3
 		}
-		return []uint16{uint16(c.R), uint16(c.G), uint16(c.B)}
+		return [4]uint16{uint16(c.R), uint16(c.G), uint16(c.B)}, 3
 	default:
 		if k.Depth == 16 {
-			return []uint16{wide(c.R, c.B), wide(c.G, c.R), wide(c.B, c.G), wide(c.A, c.R)}
+			return [4]uint16{wide(c.R, c.B), wide(c.G, c.R), wide(c.B, c.G), wide(c.A, c.R)}, 4
 		}
-		return []uint16{uint16(c.R), uint16(c.G), uint16(c.B), uint16(c.A)}
+		return [4]uint16{uint16(c.R), uint16(c.G), uint16(c.B), uint16(c.A)}, 4
 	}
 }
 
@@ -241,7 +242,7 @@ func pixelData(src *image.NRGBA, k Kind) []byte {
 	if k.Interlaced {
 		scans = [][4]int{{8, 8, 0, 0}, {8, 8, 4, 0}, {4, 8, 0, 4}, {4, 4, 2, 0}, {2, 4, 0, 2}, {2, 2, 1, 0}, {1, 2, 0, 1}}
 	}
-	channels := len(samples(src, k, 0, 0))
+	_, channels := samples(src, k, 0, 0)
 	bits := channels * k.Depth
 	bpp := max(1, bits/8)
 	var out []byte
@@ -258,7 +259,8 @@ func pixelData(src *image.NRGBA, k Kind) []byte {
 			cur := make([]byte, rowBytes)
 			bit := 0
 			for i := range pw {
-				for _, s := range samples(src, k, sc[2]+i*sc[0], sc[3]+j*sc[1]) {
+				px, n := samples(src, k, sc[2]+i*sc[0], sc[3]+j*sc[1])
+				for _, s := range px[:n] {
 					switch k.Depth {
 					case 16:
 						binary.BigEndian.PutUint16(cur[bit/8:], s)
