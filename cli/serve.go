@@ -153,7 +153,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	if setLimit {
 		defer server.SetMemoryLimit(limit)()
 	}
-	defer server.ReserveHashingProcs(cfg.MaxHashing)()
+	cfg.HashingProcs = true
 	log.Info().Int("max_hashing", cfg.MaxHashing).Int64("hashing_budget_mib", server.HashingMemory(store.DefaultArgon2, cfg.MaxHashing)>>20).
 		Int64("memory_limit_mib", debug.SetMemoryLimit(-1)>>20).Str("memory_limit_from", source).Msg("memory")
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

@@ -213,7 +213,7 @@ func (s *Server) paceBody(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor == 1 {
 		if p.conn = limitedConnOf(r); p.conn != nil {
 			p.conn.bodyReceived.Store(0)
-			p.conn.bodyStart.Store(now.UnixNano())
+			p.conn.bodyStart.Store(max(1, int64(p.conn.l.clock()))) // 0 means no body
 		}
 	}
 	r.Body = p

@@ -49,14 +49,23 @@ type connLimiter struct {
 	fresh  int // open connections in http.StateNew
 
 	refused, evicted atomic.Uint64
-	lastWarn         atomic.Int64 // unix nanoseconds of the last warning
+	lastWarn         atomic.Int64 // clock() of the last warning
+
+	// epoch: the limiter's times are time.Since(epoch) (clock), which reads only the
+	// monotonic clock, once a request; time.Now reads the wall clock too.
+	epoch time.Time
 }
 
 func newConnLimiter(ln net.Listener, maxConns, perAddr int, log zerolog.Logger) *connLimiter {
-	return &connLimiter{Listener: ln, max: maxConns, perAddr: perAddr, maxFresh: min(maxConns, max(8, maxConns/4)),
-		log: log, newGrace: evictNewAfter,
+	l := &connLimiter{Listener: ln, max: maxConns, perAddr: perAddr, maxFresh: min(maxConns, max(8, maxConns/4)),
+		log: log, newGrace: evictNewAfter, epoch: time.Now(),
 		open: make(map[*limitedConn]struct{}), byAddr: make(map[netip.Addr]int)}
+	l.lastWarn.Store(-int64(time.Minute)) // the first warning goes out at once
+	return l
 }
+
+// clock is the time since the limiter was made, from the monotonic clock.
+func (l *connLimiter) clock() time.Duration { return time.Since(l.epoch) }
 
 // limitedConn is an accepted connection, with the HTTP state net/http reports.
 type limitedConn struct {
@@ -64,10 +73,10 @@ type limitedConn struct {
 	l     *connLimiter
 	addr  netip.Addr
 	state atomic.Int32 // http.ConnState
-	since atomic.Int64 // unix nanoseconds of the last state change
+	since atomic.Int64 // clock() of the last state change that matters (track)
 	once  sync.Once
-	// bodyStart is when the current request began to read its body (unix
-	// nanoseconds; 0 when none is being read), bodyReceived what it has received,
+	// bodyStart is when the current request began to read its body (the limiter's
+	// clock, at least 1; 0 when none is being read), bodyReceived what it has received,
 	// bodyWaiting whether a read of it waits now (not a handler at work): pacedBody
 	// keeps them, track clears bodyStart at every state change.
 	bodyStart, bodyReceived atomic.Int64
@@ -77,12 +86,12 @@ type limitedConn struct {
 // bodyBehind reports whether c's request waits on its body, has been reading it for
 // longer than grace and received less than rate bytes a second since then; and since
 // when.
-func (c *limitedConn) bodyBehind(now time.Time, grace time.Duration, rate int64) (start int64, behind bool) {
+func (c *limitedConn) bodyBehind(now time.Duration, grace time.Duration, rate int64) (start int64, behind bool) {
 	start = c.bodyStart.Load()
 	if start == 0 || rate <= 0 || !c.bodyWaiting.Load() {
 		return 0, false
 	}
-	late := now.Sub(time.Unix(0, start)) - grace
+	late := now - time.Duration(start) - grace
 	return start, late > 0 && float64(c.bodyReceived.Load()) < late.Seconds()*float64(rate)
 }
 
@@ -117,10 +126,10 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 }
 
 func (l *connLimiter) admit(c net.Conn) *limitedConn {
-	now := time.Now()
+	now := l.clock()
 	lc := &limitedConn{Conn: c, l: l, addr: connAddr(c.RemoteAddr())}
 	lc.state.Store(int32(http.StateNew))
-	lc.since.Store(now.UnixNano())
+	lc.since.Store(int64(now))
 
 	l.mu.Lock()
 	var victims [2]*limitedConn
@@ -166,7 +175,7 @@ func (l *connLimiter) admit(c net.Conn) *limitedConn {
 // request, or with a request whose body is behind the pace, for longer than grace;
 // only from addr unless it is the zero Addr. With a negative grace it picks only
 // among those without a whole request, the oldest.
-func (l *connLimiter) idlest(now time.Time, addr netip.Addr, grace time.Duration) *limitedConn {
+func (l *connLimiter) idlest(now time.Duration, addr netip.Addr, grace time.Duration) *limitedConn {
 	var best *limitedConn
 	var bestSince int64
 	for c := range l.open {
@@ -180,7 +189,7 @@ func (l *connLimiter) idlest(now time.Time, addr netip.Addr, grace time.Duration
 				continue
 			}
 		case http.StateNew:
-			if grace > 0 && now.Sub(time.Unix(0, since)) < grace {
+			if grace > 0 && now-time.Duration(since) < grace {
 				continue
 			}
 		case http.StateActive:
@@ -228,20 +237,36 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 		c = nc.NetConn()
 	}
 	lc, ok := c.(*limitedConn)
-	if !ok {
+	if !ok || st == http.StateNew { // admit set the state and its time
 		return
 	}
-	lc.since.Store(time.Now().UnixNano())
 	lc.bodyStart.Store(0) // a request's body is read in StateActive, after this
-	if st == http.StateNew {
-		return
+	// since matters for idle connections (the idlest gives way) and new ones (admit
+	// set it); a busy one is picked only by its body's pace (bodyStart), so its time
+	// is not read.
+	if st == http.StateIdle {
+		lc.since.Store(int64(l.clock()))
 	}
-	// Under l.mu, so that leaving StateNew and forget count once between them.
-	l.mu.Lock()
-	if _, counted := l.open[lc]; counted && http.ConnState(lc.state.Swap(int32(st))) == http.StateNew {
-		l.fresh--
+	// Each request makes two changes (active, idle): between those, no lock. Only
+	// leaving StateNew changes the count of fresh connections, under l.mu, so that it
+	// and forget count once between them; forget marks a connection StateClosed.
+	for {
+		old := http.ConnState(lc.state.Load())
+		switch old {
+		case http.StateClosed:
+			return
+		case http.StateNew:
+			l.mu.Lock()
+			if _, counted := l.open[lc]; counted && http.ConnState(lc.state.Swap(int32(st))) == http.StateNew {
+				l.fresh--
+			}
+			l.mu.Unlock()
+			return
+		}
+		if lc.state.CompareAndSwap(int32(old), int32(st)) {
+			return
+		}
 	}
-	l.mu.Unlock()
 }
 
 // takeStream counts a request slot taken by an HTTP/2 stream of c as a connection of
@@ -270,13 +295,13 @@ func (l *connLimiter) saturated() (open int, full bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	open = len(l.open)
-	return open, open >= l.max && l.idlest(time.Now(), netip.Addr{}, l.newGrace) == nil
+	return open, open >= l.max && l.idlest(l.clock(), netip.Addr{}, l.newGrace) == nil
 }
 
 // warn logs that a cap was reached, at most once a minute, with the totals so far.
-func (l *connLimiter) warn(now time.Time, what string) {
+func (l *connLimiter) warn(now time.Duration, what string) {
 	last := l.lastWarn.Load()
-	if now.UnixNano()-last < int64(time.Minute) || !l.lastWarn.CompareAndSwap(last, now.UnixNano()) {
+	if int64(now)-last < int64(time.Minute) || !l.lastWarn.CompareAndSwap(last, int64(now)) {
 		return
 	}
 	l.log.Warn().Int("max_conns", l.max).Int("max_conns_per_addr", l.perAddr).

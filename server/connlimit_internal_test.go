@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -277,5 +278,38 @@ func TestConnLimitUnfinishedShare(t *testing.T) {
 	defer lim.mu.Unlock()
 	if lim.fresh != 2 || len(lim.open) != 3 {
 		t.Fatalf("%d unfinished of %d open, want 2 of 3", lim.fresh, len(lim.open))
+	}
+}
+
+// BenchmarkConnTrack is what the limiter costs each request: two state changes of a
+// kept-alive connection (active, idle), from every core at once.
+func BenchmarkConnTrack(b *testing.B) {
+	lim := newConnLimiter(nil, 1<<20, 0, zerolog.Nop())
+	b.RunParallel(func(pb *testing.PB) {
+		a, peer := net.Pipe()
+		defer a.Close()
+		defer peer.Close()
+		lc := lim.admit(a)
+		lim.track(lc, http.StateNew)
+		for pb.Next() {
+			lim.track(lc, http.StateActive)
+			lim.track(lc, http.StateIdle)
+		}
+	})
+}
+
+// TestConnLimitWarnsOncePerMinute: the first warning goes out at once, however soon
+// after start; more within the minute do not.
+func TestConnLimitWarnsOncePerMinute(t *testing.T) {
+	var logs bytes.Buffer
+	l := newConnLimiter(nil, 1, 0, zerolog.New(&logs))
+	l.warn(l.clock(), "refused")
+	l.warn(l.clock(), "refused")
+	if n := strings.Count(logs.String(), "connection cap reached"); n != 1 {
+		t.Fatalf("%d warnings: %s", n, logs.String())
+	}
+	l.warn(l.clock()+time.Minute, "refused")
+	if n := strings.Count(logs.String(), "connection cap reached"); n != 2 {
+		t.Fatalf("%d warnings a minute later: %s", n, logs.String())
 	}
 }

@@ -183,17 +183,14 @@ func BenchmarkLoginFlood(b *testing.B) {
 		{"hashing=default,shared-procs", cores, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			if tc.ownProcs {
-				defer server.ReserveHashingProcs(tc.hashing)()
-			}
 			defer server.SetMemoryLimit(server.DefaultMemoryLimit(store.DefaultArgon2, tc.hashing))()
-			benchmarkLoginFlood(b, tc.hashing)
+			benchmarkLoginFlood(b, tc.hashing, tc.ownProcs)
 		})
 	}
 }
 
-func benchmarkLoginFlood(b *testing.B, hashing int) {
-	f := newFlood(b, func(c *server.Config) { c.MaxHashing = hashing })
+func benchmarkLoginFlood(b *testing.B, hashing int, ownProcs bool) {
+	f := newFlood(b, func(c *server.Config) { c.MaxHashing, c.HashingProcs = hashing, ownProcs })
 	stop := make(chan struct{})
 	peak := heapPeak(5*time.Millisecond, stop)
 	companies := &latencies{}
@@ -271,9 +268,11 @@ func BenchmarkLoginDuringRegistrationFlood(b *testing.B) {
 	}{{"limits=default", 0}, {"limits=none", 1 << 30}} {
 		b.Run(tc.name, func(b *testing.B) {
 			hashing := server.DefaultMaxHashing()
-			defer server.ReserveHashingProcs(hashing)()
 			defer server.SetMemoryLimit(server.DefaultMemoryLimit(store.DefaultArgon2, hashing))()
-			f := newFlood(b, func(c *server.Config) { c.RegisterLimit, c.RegisterGlobalLimit = tc.limit, tc.limit })
+			f := newFlood(b, func(c *server.Config) {
+				c.RegisterLimit, c.RegisterGlobalLimit = tc.limit, tc.limit
+				c.HashingProcs = true
+			})
 			stop := make(chan struct{})
 			peak := heapPeak(5*time.Millisecond, stop)
 			created, done := f.registrationFlood(48, -1, stop)

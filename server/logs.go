@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gardend/gardend/store"
 )
@@ -124,14 +125,28 @@ func (s *Server) handleCreateLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	me := currentUser(r)
-	l, err := s.store.CreateLog(g.ID, me.ID, p, authorizeLog(me, rl))
+	var l store.Log
+	created := true
+	if key, sent := r.Header[idempotencyKey]; sent {
+		// A retry after a lost answer: the log the first try made, not a second one.
+		l, created, err = s.store.CreateLogOnce(g.ID, me.ID, strings.Join(key, ","), p, authorizeLog(me, rl))
+	} else {
+		l, err = s.store.CreateLog(g.ID, me.ID, p, authorizeLog(me, rl))
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	w.Header().Set("Location", "/companies/"+idText(g.Company)+"/gardens/"+idText(g.ID)+"/logs/"+idText(l.ID))
+	if !created {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
 	s.writeJSON(w, r, http.StatusCreated, l)
 }
+
+// idempotencyKey is the header of a client's key for a POST (as in the IETF draft
+// "The Idempotency-Key HTTP Header Field"), canonical form.
+const idempotencyKey = "Idempotency-Key"
 
 // logList is a page of logs; Next is the cursor of the next page, null on the last.
 type logList struct {

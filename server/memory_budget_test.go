@@ -55,8 +55,8 @@ func uploadsDuringLoginFlood(tb testing.TB, size int64) uint64 {
 		c.MaxHashing = hashing
 		c.MaxUploads = uploads
 		c.MaxImageBytes = 2*size + 4096
+		c.HashingProcs = true
 	})
-	defer server.ReserveHashingProcs(hashing)()
 	defer server.SetMemoryLimit(server.DefaultMemoryLimit(store.DefaultArgon2, hashing))()
 	var companies []struct{ ID uint64 }
 	if code := f.send("GET", "/companies", f.token, nil, &companies); code != http.StatusOK || len(companies) != 1 {

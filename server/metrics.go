@@ -16,14 +16,34 @@ import (
 // on loopback or a management network (and IPAddressAllow= in the unit) without a
 // token to manage.
 
-// observeMetrics records one answered request; route is "" when none matched.
+// routeTag is what the access log and the metrics know of the route that took a
+// request, made once per route when the handler is built.
+type routeTag struct {
+	pattern string // in OpenAPI syntax ({company_id}), as logged and as the metrics label it
+	metrics *metrics.Route
+	login   bool // POST /login, also counted by outcome
+}
+
+// newRouteTag resolves the instruments of method and pattern.
+func (s *Server) newRouteTag(method, pattern string) *routeTag {
+	return &routeTag{
+		pattern: openAPIPath(pattern),
+		metrics: s.metrics.Route(method, openAPIPath(pattern)),
+		login:   method == http.MethodPost && pattern == "/login",
+	}
+}
+
+// observeMetrics records one answered request.
 func (s *Server) observeMetrics(r *http.Request, ri *reqInfo, status int, d time.Duration) {
 	if s.metrics == nil || ri.adminSocket {
 		return
 	}
-	route := ri.route
-	s.metrics.ObserveRequest(r.Method, route, status, d)
-	if route == "/login" && r.Method == http.MethodPost {
+	if ri.route == nil {
+		s.metrics.Unmatched(r.Method).Observe(status, d)
+		return
+	}
+	ri.route.metrics.Observe(status, d)
+	if ri.route.login {
 		s.metrics.ObserveLogin(status)
 	}
 }

@@ -22,9 +22,9 @@ type reqInfo struct {
 	id     string
 	userID uint64
 	user   *store.User
-	// route is the pattern of the route that handled the request ("" when none did:
-	// an unknown path, a refused method, the concurrency cap), for logs and metrics.
-	route string
+	// route is the route that handled the request (nil when none did: an unknown
+	// path, a refused method), for logs and metrics.
+	route *routeTag
 	// adminSocket marks requests of the CLI's socket.
 	adminSocket bool
 	// holdsSlot: the request holds a request slot (requestSlot, releaseSlot).
@@ -117,8 +117,9 @@ type reqState struct {
 // observe assigns the request id, recovers panics and writes one access-log line per
 // request. Tokens and bodies are never logged.
 func (s *Server) observe(next http.Handler) http.Handler {
+	epoch := time.Now() // durations read only the monotonic clock (time.Since)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+		start := time.Since(epoch)
 		st := &reqState{statusWriter: statusWriter{ResponseWriter: w}}
 		ri, sw := &st.info, &st.statusWriter
 		ri.id = r.Header.Get("X-Request-Id")
@@ -142,7 +143,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					writeProblem(sw, p)
 				}
 			}
-			elapsed := time.Since(start)
+			elapsed := time.Since(epoch) - start
 			s.accessLog(r, ri, sw, elapsed)
 			s.observeMetrics(r, ri, sw.status, elapsed)
 		}()
@@ -167,8 +168,8 @@ func (s *Server) accessLog(r *http.Request, ri *reqInfo, sw *statusWriter, elaps
 	if len(ua) > maxUserAgent {
 		ua = ua[:maxUserAgent]
 	}
-	if ri.route != "" {
-		ev.Str("route", ri.route)
+	if ri.route != nil {
+		ev.Str("route", ri.route.pattern)
 	}
 	var client [64]byte // an address in text, without allocating
 	ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).
@@ -180,12 +181,11 @@ func (s *Server) accessLog(r *http.Request, ri *reqInfo, sw *statusWriter, elaps
 // durationMS is d in milliseconds, the unit of every duration_ms log field.
 func durationMS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// withRoute records the matched route's pattern, in OpenAPI syntax, in the request's
-// info.
-func withRoute(pattern string, next http.Handler) http.Handler {
+// withRoute records the matched route in the request's info.
+func withRoute(tag *routeTag, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ri := infoOf(r); ri != nil {
-			ri.route = pattern
+			ri.route = tag
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -226,10 +226,10 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		} else {
 			h.Set("Access-Control-Allow-Origin", origin)
 		}
-		h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, WWW-Authenticate")
+		h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, WWW-Authenticate, Idempotent-Replayed")
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id, Idempotency-Key")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return

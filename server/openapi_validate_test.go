@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -220,6 +221,20 @@ func checkResponse(dataDir string, r *http.Request, cw *captureWriter) {
 		Status:                 status,
 		Header:                 header,
 		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if header.Get("Content-Encoding") == "gzip" && !cw.truncated && !headAsGet && cw.body.Len() > 0 {
+		// Compressed by the server (compress.go): the document describes the content.
+		zr, err := gzip.NewReader(bytes.NewReader(cw.body.Bytes()))
+		var plain []byte
+		if err == nil {
+			plain, err = io.ReadAll(zr)
+		}
+		if err != nil {
+			violation(dataDir, r, status, "the gzip body does not decode: %v", err)
+			return
+		}
+		cw.body.Reset()
+		cw.body.Write(plain)
 	}
 	ct, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
 	if cw.truncated || headAsGet || ct == "application/x-ndjson" {

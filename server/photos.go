@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gardend/gardend/server/photo"
@@ -94,14 +95,27 @@ func (s *Server) handleUploadPhoto(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Uploader = me.ID
-	stored, err := s.store.AddPhoto(g.ID, logID, p, s.cfg.PhotoStorageBytes, allowed)
-	if err != nil {
+	var stored store.Photo
+	added := true
+	if key, sent := r.Header[idempotencyKey]; sent {
+		// A retry after a lost answer (or a browser's own resend): the photo the
+		// first try added, not a second one.
+		stored, added, err = s.store.AddPhotoOnce(g.ID, logID, strings.Join(key, ","), p, s.cfg.PhotoStorageBytes, allowed)
+	} else {
+		stored, err = s.store.AddPhoto(g.ID, logID, p, s.cfg.PhotoStorageBytes, allowed)
+	}
+	if err != nil || !added {
 		s.removePhotos(r.Context(), []string{p.Path, p.ThumbPath})
+	}
+	if err != nil {
 		if errors.Is(err, store.ErrStorageFull) {
 			err = &apiError{status: http.StatusInsufficientStorage, detail: detailOf(err, store.ErrStorageFull)}
 		}
 		s.writeError(w, r, logNotFound(err, logID))
 		return
+	}
+	if !added {
+		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	s.writeJSON(w, r, http.StatusCreated, newPhotoJSON(stored))
 }

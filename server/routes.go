@@ -70,11 +70,10 @@ func (s *Server) buildHandler() http.Handler {
 		if rt.maxBody > 0 {
 			limit = rt.maxBody
 		}
-		// Logs and metrics name the route as docs/openapi.yaml does ({company_id}).
-		h = withRoute(openAPIPath(rt.path), s.limitBody(limit, h))
-		r.Handler(rt.method, rt.path, h)
+		h = s.compressed(rt.method, rt.path, s.limitBody(limit, h))
+		r.Handler(rt.method, rt.path, withRoute(s.newRouteTag(rt.method, rt.path), h))
 		if rt.method == http.MethodGet {
-			r.Handler(http.MethodHead, rt.path, headOnly(h))
+			r.Handler(http.MethodHead, rt.path, headOnly(withRoute(s.newRouteTag(http.MethodHead, rt.path), h)))
 		}
 	}
 	h := s.observe(s.cors(r))

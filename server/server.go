@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,12 @@ type Config struct {
 	// together at most MaxHashing × Argon2.Memory.
 	Argon2     store.Argon2Params
 	MaxHashing int
+	// MaxCompressors bounds the answers gzip-compressed at once (compress.go); 0 takes
+	// two per core.
+	MaxCompressors int
+	// HashingProcs gives hashes Ps of their own while they run (hashing.go): for the
+	// process that serves (gardend serve); tests leave GOMAXPROCS alone.
+	HashingProcs bool
 	// AdminSocket enables the CLI's Unix socket in the data directory.
 	AdminSocket bool
 	// Demo seeds a demo account and demo data at start, and runs an in-process demo
@@ -215,6 +222,10 @@ func (c *Config) setDefaults() {
 	if c.SpatialProjects == "" {
 		c.SpatialProjects = SpatialProjectsGardenAdmins
 	}
+	if c.MaxCompressors <= 0 {
+		// Two per core keep the cores busy at most; each holds about 1 MiB.
+		c.MaxCompressors = 2 * runtime.NumCPU()
+	}
 	if c.MaxBedsPerGarden == 0 {
 		c.MaxBedsPerGarden = DefaultMaxBedsPerGarden
 	}
@@ -251,9 +262,12 @@ type Server struct {
 	shared store.Shared
 	pw     *store.Passwords
 	// decoy is what a login with no hash to check runs (decoy.go).
-	decoy   atomic.Pointer[store.Decoy]
-	admin   *Admin
-	metrics *metrics.Metrics
+	decoy atomic.Pointer[store.Decoy]
+	procs *hashingProcs // nil without Config.HashingProcs
+	// compress holds the gzip writers of compressed answers (compress.go).
+	compress *compressor
+	admin    *Admin
+	metrics  *metrics.Metrics
 	// pingDB checks the database answers; shared by /readyz and Alive.
 	pingDB  func(context.Context) error
 	handler http.Handler
@@ -354,15 +368,16 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		store:   st,
-		images:  images,
-		uploads: uploads,
-		shared:  cluster,
-		pw:      store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
-		ready:   make(chan struct{}),
-		cap:     newCapacity(&cfg),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		store:    st,
+		images:   images,
+		uploads:  uploads,
+		shared:   cluster,
+		pw:       store.NewPasswords(cfg.Argon2, cfg.MaxHashing),
+		ready:    make(chan struct{}),
+		cap:      newCapacity(&cfg),
+		compress: newCompressor(cfg.MaxCompressors),
 
 		cloudSlots: newCloudSlots(cfg.MaxCloudResponses),
 		photos:     photos,
@@ -383,6 +398,13 @@ func newServer(cfg Config) (*Server, error) {
 		s.log.Warn().Err(err).Msg("password hashes run at normal priority, competing with requests: " +
 			"a hashing thread's priority cannot be lowered (allow setpriority in the unit's SystemCallFilter, see docs/deploy.md)")
 	})
+	if cfg.HashingProcs {
+		s.procs = &hashingProcs{extra: cfg.MaxHashing, linger: hashingProcsLinger, running: func() int {
+			n, _ := s.pw.Queue()
+			return n
+		}}
+		s.pw.OnHashing(s.procs.changed)
+	}
 	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
 	}
@@ -519,6 +541,9 @@ func (s *Server) Run(ctx context.Context) error {
 // Close releases the spatial client, the demo spatial server and the store. Call it
 // after Run returns.
 func (s *Server) Close() error {
+	if s.procs != nil {
+		s.procs.stop()
+	}
 	s.closeSpatial()
 	return s.store.Close()
 }

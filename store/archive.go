@@ -176,20 +176,21 @@ type ArchivedLog struct {
 	AuthorID   uint64    `json:"author_id"`
 	Created    time.Time `json:"created"`
 	Updated    time.Time `json:"updated"`
+	ClientKey  string    `json:"client_key,omitempty"`
 }
 
 // ArchivedLogOf is l in archive form.
 func ArchivedLogOf(l Log) ArchivedLog {
 	return ArchivedLog{ID: l.ID, Garden: l.Garden, Type: l.Type, Title: l.Title, Notes: l.Notes, At: l.At.UTC(),
 		Bed: l.Bed, Plant: l.Plant, Quantity: l.Quantity, AssigneeID: l.AssigneeID, Status: l.Status,
-		AuthorID: l.AuthorID, Created: l.Created.UTC(), Updated: l.Updated.UTC()}
+		AuthorID: l.AuthorID, Created: l.Created.UTC(), Updated: l.Updated.UTC(), ClientKey: l.ClientKey}
 }
 
 // Log is the archived log as a Log, without usernames, company and photos.
 func (a ArchivedLog) Log() Log {
 	l := Log{ID: a.ID, Garden: a.Garden, Type: a.Type, Title: a.Title, Notes: a.Notes, At: a.At,
 		Bed: a.Bed, Plant: a.Plant, Quantity: a.Quantity, AssigneeID: a.AssigneeID, Status: a.Status,
-		AuthorID: a.AuthorID, Created: a.Created, Updated: a.Updated}
+		AuthorID: a.AuthorID, Created: a.Created, Updated: a.Updated, ClientKey: a.ClientKey}
 	if a.AssigneeID != 0 {
 		l.Assignee = new("")
 	}
@@ -354,6 +355,11 @@ func CheckArchived(kind string, record any) error {
 	case *ArchivedLog:
 		if r.ID == 0 || r.AuthorID == 0 {
 			return Invalid("id", "log and author ids must not be 0")
+		}
+		if r.ClientKey != "" {
+			if err := ValidClientKey(r.ClientKey); err != nil {
+				return err
+			}
 		}
 		// Any time in range: "a year ahead" was checked against the clock of the day.
 		return ValidateLog(r.Log(), maxLogTime)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"regexp"
 	"unicode/utf8"
 )
 
@@ -18,7 +17,17 @@ type Bed struct {
 // maxUUIDLen bounds a project uuid; a standard uuid has 36 characters.
 const maxUUIDLen = 64
 
-var uuidPattern = regexp.MustCompile(`^[0-9A-Za-z-]+$`)
+// uuidChars reports whether s is made of ASCII letters, digits and '-' only (and is
+// not empty).
+func uuidChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && c != '-' {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // Validate checks the uuid (1–64 letters, digits and '-') and the optional name.
 func (b Bed) Validate() error {
@@ -26,7 +35,7 @@ func (b Bed) Validate() error {
 	switch {
 	case b.UUID == "":
 		v.Add("uuid", "uuid is required: the uuid of the bed's project on the spatial data server")
-	case len(b.UUID) > maxUUIDLen || !uuidPattern.MatchString(b.UUID):
+	case len(b.UUID) > maxUUIDLen || !uuidChars(b.UUID):
 		v.Add("uuid", fmt.Sprintf("uuid must be a spatial data server (SEEREP) project uuid: at most %d letters, digits and '-', like 3fa85f64-5717-4562-b3fc-2c963f66afa6", maxUUIDLen))
 	}
 	if utf8.RuneCountInString(b.Name) > maxNameLen {

@@ -21,6 +21,10 @@ type hashQueue struct {
 
 	// queued, when set by a test, runs once a hash has joined the line.
 	queued func()
+	// busy: a slot was taken when the lock was last released; onBusy is told, after
+	// the lock is released, each time that changes (Passwords.OnHashing).
+	busy   bool
+	onBusy func()
 }
 
 type hashWaiter struct {
@@ -39,7 +43,7 @@ func (q *hashQueue) acquire(ctx context.Context, prio Priority, mem uint64) erro
 	q.mu.Lock()
 	if q.nobodyAhead(prio) && q.fits(mem) {
 		q.take(mem)
-		q.mu.Unlock()
+		q.unlock()
 		return nil
 	}
 	w := &hashWaiter{mem: mem, granted: make(chan struct{})}
@@ -55,7 +59,6 @@ func (q *hashQueue) acquire(ctx context.Context, prio Priority, mem uint64) erro
 	case <-ctx.Done():
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	select {
 	case <-w.granted:
 		// Granted while giving up: hand it on.
@@ -64,14 +67,28 @@ func (q *hashQueue) acquire(ctx context.Context, prio Priority, mem uint64) erro
 		q.lines[prio].Remove(e)
 	}
 	q.grant() // the head may have left, letting the next one in
+	q.unlock()
 	return ctx.Err()
 }
 
 func (q *hashQueue) release(mem uint64) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.put(mem)
 	q.grant()
+	q.unlock()
+}
+
+// unlock releases q.mu after slots were taken or given back, and tells onBusy when
+// that started or ended hashing. Two such calls may overlap, so onBusy reads the
+// state again (counts) rather than trusting the order of calls.
+func (q *hashQueue) unlock() {
+	busy := q.freeSlot < q.slots
+	changed := busy != q.busy
+	q.busy = busy
+	q.mu.Unlock()
+	if changed && q.onBusy != nil {
+		q.onBusy()
+	}
 }
 
 // nobodyAhead: no one of the same or a higher priority waits.

@@ -72,6 +72,26 @@ type Log struct {
 	Updated    time.Time `json:"updated"`
 	// Photos are the ids of the log's photos, oldest first.
 	Photos []uint64 `json:"photos"`
+	// ClientKey is the idempotency key the log was created with (CreateLogOnce), ""
+	// without one; the API does not show it.
+	ClientKey string `json:"-"`
+}
+
+// MaxClientKey is the longest idempotency key.
+const MaxClientKey = 64
+
+// ValidClientKey checks an idempotency key: 1 to MaxClientKey characters of
+// A–Z a–z 0–9 and "-_.:" (a UUID fits; no byte a backend's index key could trip on).
+func ValidClientKey(key string) error {
+	ok := key != "" && len(key) <= MaxClientKey
+	for i := 0; ok && i < len(key); i++ {
+		c := key[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':'
+	}
+	if !ok {
+		return Invalid("Idempotency-Key", fmt.Sprintf("the Idempotency-Key must be 1 to %d characters of letters, digits and - _ . : (a UUID does)", MaxClientKey))
+	}
+	return nil
 }
 
 // Limits of a log's fields.

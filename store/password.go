@@ -105,6 +105,11 @@ func HashingBudget(p Argon2Params, maxConcurrent int) uint64 {
 	return uint64(max(maxConcurrent, 1)) * max(p.MemoryBytes(), SlotMemory)
 }
 
+// OnHashing sets fn to be called each time hashing starts (a slot is taken while none
+// was) or stops (the last slot is given back); fn reads Queue to know which. It is
+// called outside any lock, before the hash runs. Set it before the first hash.
+func (p *Passwords) OnHashing(fn func()) { p.queue.onBusy = fn }
+
 // Hashes is how many argon2 hashes were computed (hashed or verified) so far.
 func (p *Passwords) Hashes() uint64 { return p.hashes.Load() }
 

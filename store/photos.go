@@ -32,6 +32,9 @@ type Photo struct {
 	ThumbSize int64     `json:"thumb_size,omitempty"`
 	Uploader  uint64    `json:"uploader"`
 	Created   time.Time `json:"created"`
+	// ClientKey is the idempotency key the photo was added with (AddPhotoOnce), ""
+	// without one.
+	ClientKey string `json:"client_key,omitempty"`
 }
 
 // ThumbMax is the long side of a thumbnail, in pixels.
@@ -63,6 +66,11 @@ func (p Photo) Validate() error {
 	}
 	if p.ThumbPath != "" && (!ValidPhotoPath(p.ThumbPath) || p.ThumbSize <= 0) {
 		v.Add("thumb_path", fmt.Sprintf("thumbnail path %q is not photos/<32 hex digits>.jpg", p.ThumbPath))
+	}
+	if p.ClientKey != "" {
+		if err := ValidClientKey(p.ClientKey); err != nil {
+			return err
+		}
 	}
 	return v.OrNil()
 }
@@ -108,6 +116,14 @@ type LogStore interface {
 	// plant one kept for the bed's project (KeepPlantIDs), the assignee a user with a
 	// role on the garden (directly, through its company, or a site admin).
 	CreateLog(gardenID, authorID uint64, p LogPatch, authorize LogAuthorizer) (Log, error)
+	// CreateLogOnce is CreateLog with an idempotency key (ValidClientKey), so that a
+	// client's retry after a lost answer does not record twice: when the author
+	// created a log of the garden with that key before (one not deleted since), it is
+	// returned as it is now with created false and nothing is written (p must be
+	// valid, but its references and authorize are not checked again); else the log
+	// is created under the key. Calls with the same
+	// key at once create one log.
+	CreateLogOnce(gardenID, authorID uint64, key string, p LogPatch, authorize LogAuthorizer) (l Log, created bool, err error)
 	// Log returns a log of the garden; one of another garden is ErrNotFound.
 	Log(gardenID, logID uint64) (Log, error)
 	// UpdateLog applies p to a log of the garden with the rules of CreateLog; a
@@ -128,6 +144,11 @@ type LogStore interface {
 	// budget bytes (0: no budget; else ErrStorageFull). ID, Log, Garden and Created
 	// are set here.
 	AddPhoto(gardenID, logID uint64, p Photo, budget int64, authorize func(Log) error) (Photo, error)
+	// AddPhotoOnce is AddPhoto with an idempotency key (ValidClientKey), kept as the
+	// photo's ClientKey: when the log has a photo of that key, it is returned with
+	// added false and nothing is written (authorize and the budget are not checked
+	// again; the caller removes the content it stored for p).
+	AddPhotoOnce(gardenID, logID uint64, key string, p Photo, budget int64, authorize func(Log) error) (ph Photo, added bool, err error)
 	// Photo returns a photo of a log of the garden.
 	Photo(gardenID, logID, photoID uint64) (Photo, error)
 	// SetPhotoThumb records a thumbnail for a photo that has none and returns the

@@ -90,4 +90,4 @@ func (st CloudState) NeedsJob(cloud string, in CloudInputs, now time.Time, rearm
 
 // ValidUUID reports whether s can be a spatial-server uuid in a key or a file name:
 // 1–64 letters, digits and '-', so it is safe as a path element.
-func ValidUUID(s string) bool { return len(s) <= maxUUIDLen && uuidPattern.MatchString(s) }
+func ValidUUID(s string) bool { return len(s) <= maxUUIDLen && uuidChars(s) }

@@ -190,7 +190,7 @@ func TestWebApp(t *testing.T) {
 		}
 		// By keyboard: focus the bed's row and press Enter.
 		p.do("select a bed by keyboard", chromedp.Focus(chromedp.CSS(fmt.Sprintf(`.panel-beds tr[data-key="%d"]`, bed.id))), chromedp.KeyEvent("\r"))
-		p.waitFor("the plants table", fmt.Sprintf(`document.querySelector('#plants-h').textContent === 'Plants of bed %d'`, bed.id))
+		p.waitFor("the plants table", fmt.Sprintf(`document.querySelector('#plants-h').textContent === 'Plants of Bed %d'`, bed.id))
 		var got struct{ Rows, Highlighted int }
 		p.eval(`({Rows: document.querySelectorAll('.panel-plants tbody tr').length, Highlighted: document.querySelectorAll('circle.plant.hl').length})`, &got)
 		if got.Rows != len(plants.Plants) || got.Highlighted != placed {
@@ -203,7 +203,7 @@ func TestWebApp(t *testing.T) {
 		p.waitFor("the tooltip", `!document.querySelector('.map .tip').hidden`)
 		var tip string
 		p.eval(`document.querySelector('.map .tip').textContent`, &tip)
-		if !strings.Contains(tip, fmt.Sprint(first["plant"])) || !strings.Contains(tip, fmt.Sprint(first["variety"])) || !strings.Contains(tip, "Harvest in") {
+		if !strings.Contains(tip, fmt.Sprint(first["plant"])) || !strings.Contains(tip, fmt.Sprint(first["variety"])) || !strings.Contains(tip, "Harvest") {
 			p.errorf("tooltip %q for %v", tip, first)
 		}
 		var hash string

@@ -129,7 +129,15 @@ func projectBeds(tx *bbolt.Tx, uuid string) ([]store.Bed, error) {
 		ids = append(ids, btoi(v))
 	}
 	slices.Sort(ids)
-	return getEach(tx, getBed, ids)
+	recs, err := getEach[bedRecord](tx, bucketBeds, "bed", ids)
+	if err != nil {
+		return nil, err
+	}
+	beds := make([]store.Bed, len(recs))
+	for i, rec := range recs {
+		beds[i] = rec.bed()
+	}
+	return beds, nil
 }
 
 // BedsOfProject returns the beds registered for the project, in every garden, by
@@ -186,8 +194,11 @@ func (s *Store) BedsOfGarden(gardenID uint64) ([]store.Bed, error) {
 		if _, err := getGarden(tx, gardenID); err != nil {
 			return err
 		}
-		var err error
-		out, err = getEach(tx, getBed, idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID)))
+		recs, err := getEach[bedRecord](tx, bucketBeds, "bed", idsUnder(tx.Bucket(bucketGardenBeds), itob(gardenID)))
+		out = make([]store.Bed, len(recs))
+		for i, rec := range recs {
+			out[i] = rec.bed()
+		}
 		return err
 	})
 	return out, err

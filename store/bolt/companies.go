@@ -66,7 +66,7 @@ func (s *Store) CompaniesOfUser(userID uint64) ([]store.Company, error) {
 	var out []store.Company
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		var err error
-		out, err = getEach(tx, getCompany, idsUnder(tx.Bucket(bucketUserCompany), itob(userID)))
+		out, err = getEach[store.Company](tx, bucketCompanies, "company", idsUnder(tx.Bucket(bucketUserCompany), itob(userID)))
 		return err
 	})
 	return out, err

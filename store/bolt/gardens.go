@@ -82,9 +82,10 @@ func (s *Store) GardensVisibleTo(userID uint64) ([]store.Garden, error) {
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		member := map[uint64]bool{}
 		var ids []uint64
+		companyGardens := tx.Bucket(bucketCompanyGardens) // opened once (getEach says why)
 		for _, companyID := range idsUnder(tx.Bucket(bucketUserCompany), itob(userID)) {
 			member[companyID] = true
-			ids = append(ids, idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID))...)
+			ids = append(ids, idsUnder(companyGardens, itob(companyID))...)
 		}
 		c := tx.Bucket(bucketUserGarden).Cursor()
 		prefix := itob(userID)
@@ -96,7 +97,7 @@ func (s *Store) GardensVisibleTo(userID uint64) ([]store.Garden, error) {
 		}
 		slices.Sort(ids)
 		var err error
-		out, err = getEach(tx, getGarden, ids)
+		out, err = getEach[store.Garden](tx, bucketGardens, "garden", ids)
 		return err
 	})
 	return out, err
@@ -110,7 +111,7 @@ func (s *Store) GardensOfCompany(companyID uint64) ([]store.Garden, error) {
 			return err
 		}
 		var err error
-		out, err = getEach(tx, getGarden, idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID)))
+		out, err = getEach[store.Garden](tx, bucketGardens, "garden", idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID)))
 		return err
 	})
 	return out, err
@@ -131,7 +132,7 @@ func (s *Store) CompanyGardensVisibleTo(companyID, userID uint64) ([]store.Garde
 			ids = idsUnder(tx.Bucket(bucketUserGarden), pairKey(userID, companyID))
 		}
 		var err error
-		out, err = getEach(tx, getGarden, ids)
+		out, err = getEach[store.Garden](tx, bucketGardens, "garden", ids)
 		return err
 	})
 	return out, err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -51,7 +52,11 @@ func termPrefix(gardenID uint64, term string) []byte {
 func logTerms(a store.ArchivedLog, assignee uint64) []string {
 	l := a.Log()
 	l.AssigneeID = assignee
-	return append([]string{allTerm}, store.LogTerms(l)...)
+	out := append([]string{allTerm}, store.LogTerms(l)...)
+	if a.ClientKey != "" {
+		out = append(out, keyTerm(a.AuthorID, a.ClientKey))
+	}
+	return out
 }
 
 // taskKey indexes a pending task by its assignee: assignee|at ascending|id.
@@ -205,17 +210,49 @@ func checkLogRefs(tx *bbolt.Tx, g store.Garden, old *store.Log, next *store.Log)
 
 // CreateLog stores a new log of the garden (store.LogStore).
 func (s *Store) CreateLog(gardenID, authorID uint64, p store.LogPatch, authorize store.LogAuthorizer) (store.Log, error) {
+	l, _, err := s.createLog(gardenID, authorID, "", p, authorize)
+	return l, err
+}
+
+// CreateLogOnce stores a new log of the garden unless the author made one with that
+// key (store.LogStore). The key is an index term of the log: it goes with the log.
+func (s *Store) CreateLogOnce(gardenID, authorID uint64, key string, p store.LogPatch, authorize store.LogAuthorizer) (store.Log, bool, error) {
+	if err := store.ValidClientKey(key); err != nil {
+		return store.Log{}, false, err
+	}
+	return s.createLog(gardenID, authorID, key, p, authorize)
+}
+
+// keyTerm is the index term of an author's idempotency key.
+func keyTerm(authorID uint64, key string) string {
+	return "k:" + strconv.FormatUint(authorID, 10) + ":" + key
+}
+
+func (s *Store) createLog(gardenID, authorID uint64, key string, p store.LogPatch, authorize store.LogAuthorizer) (store.Log, bool, error) {
 	now := s.now()
-	next := store.ApplyLogPatch(store.Log{Garden: gardenID, AuthorID: authorID}, p, true, now)
+	next := store.ApplyLogPatch(store.Log{Garden: gardenID, AuthorID: authorID, ClientKey: key}, p, true, now)
 	if err := store.ValidateLog(next, now); err != nil {
-		return store.Log{}, err
+		return store.Log{}, false, err
 	}
 	var out store.Log
+	created := false
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		g, err := getGarden(tx, gardenID)
 		if err != nil {
 			return err
 		}
+		if key != "" {
+			prefix := termPrefix(gardenID, keyTerm(authorID, key))
+			if k, _ := tx.Bucket(bucketLogIndex).Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
+				a, err := getLog(tx, suffixID(k[len(prefix):]))
+				if err != nil {
+					return err
+				}
+				out, err = logView(tx, a, nil)
+				return err
+			}
+		}
+		created = true
 		author, err := usernameOf(tx, authorID, nil)
 		if err != nil {
 			return err
@@ -247,7 +284,10 @@ func (s *Store) CreateLog(gardenID, authorID uint64, p store.LogPatch, authorize
 		out, err = logView(tx, a, nil)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return store.Log{}, false, err
+	}
+	return out, created, nil
 }
 
 // Log returns a log of the garden.

@@ -30,15 +30,44 @@ func getPhoto(tx *bbolt.Tx, id uint64) (store.Photo, error) {
 
 // AddPhoto records a photo of a log of the garden (store.LogStore).
 func (s *Store) AddPhoto(gardenID, logID uint64, p store.Photo, budget int64, authorize func(store.Log) error) (store.Photo, error) {
+	p.ClientKey = ""
+	ph, _, err := s.addPhoto(gardenID, logID, p, budget, authorize)
+	return ph, err
+}
+
+// AddPhotoOnce records a photo of a log unless the log has one of that key
+// (store.LogStore); a log has a few photos, read to find it.
+func (s *Store) AddPhotoOnce(gardenID, logID uint64, key string, p store.Photo, budget int64, authorize func(store.Log) error) (store.Photo, bool, error) {
+	if err := store.ValidClientKey(key); err != nil {
+		return store.Photo{}, false, err
+	}
+	p.ClientKey = key
+	return s.addPhoto(gardenID, logID, p, budget, authorize)
+}
+
+func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, authorize func(store.Log) error) (store.Photo, bool, error) {
 	p.Created = store.LogTime(s.now())
 	p.Log, p.Garden = logID, gardenID
 	if err := p.Validate(); err != nil {
-		return store.Photo{}, err
+		return store.Photo{}, false, err
 	}
+	var earlier *store.Photo
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		a, err := logOf(tx, gardenID, logID)
 		if err != nil {
 			return err
+		}
+		if p.ClientKey != "" {
+			for _, id := range idsUnder(tx.Bucket(bucketLogPhotos), itob(logID)) {
+				q, err := getPhoto(tx, id)
+				if err != nil {
+					return err
+				}
+				if q.ClientKey == p.ClientKey {
+					earlier = &q
+					return nil
+				}
+			}
 		}
 		if authorize != nil {
 			l, err := logView(tx, a, nil)
@@ -66,10 +95,13 @@ func (s *Store) AddPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 		}
 		return addPhotoBytes(tx, p.Bytes())
 	})
-	if err != nil {
-		return store.Photo{}, err
+	switch {
+	case err != nil:
+		return store.Photo{}, false, err
+	case earlier != nil:
+		return *earlier, false, nil
 	}
-	return p, nil
+	return p, true, nil
 }
 
 // Photo returns a photo of a log of the garden.

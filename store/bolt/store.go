@@ -80,7 +80,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sync data directory: %w", err)
 		}
 	}
-	s := &Store{db: txDB{DB: db, observe: opts.ObserveTx}, now: opts.Now}
+	s := &Store{db: txDB{DB: db, observe: opts.ObserveTx, epoch: time.Now()}, now: opts.Now}
 	if !opts.ReadOnly {
 		if err := s.migrate(); err != nil {
 			_ = db.Close() // the migration error is the one to report
@@ -109,15 +109,19 @@ func openError(path string, err error) error {
 type txDB struct {
 	*bbolt.DB
 	observe func(write bool, d time.Duration)
+	// epoch: durations are time.Since(epoch) differences, which read only the
+	// monotonic clock; time.Now reads the wall clock too (every transaction, so
+	// several times a request).
+	epoch time.Time
 }
 
 func (d txDB) View(fn func(*bbolt.Tx) error) error {
 	if d.observe == nil {
 		return d.DB.View(fn)
 	}
-	start := time.Now()
+	start := time.Since(d.epoch)
 	err := d.DB.View(fn)
-	d.observe(false, time.Since(start))
+	d.observe(false, time.Since(d.epoch)-start)
 	return err
 }
 
@@ -125,9 +129,9 @@ func (d txDB) Update(fn func(*bbolt.Tx) error) error {
 	if d.observe == nil {
 		return d.DB.Update(fn)
 	}
-	start := time.Now()
+	start := time.Since(d.epoch)
 	err := d.DB.Update(fn)
-	d.observe(true, time.Since(start))
+	d.observe(true, time.Since(d.epoch)-start)
 	return err
 }
 
@@ -216,8 +220,13 @@ func putJSON(b *bbolt.Bucket, key []byte, v any) error {
 // getRecord decodes the record stored at id in bucket. kind names the record in
 // errors: "garden 3: not found" wraps ErrNotFound, a damaged record does not.
 func getRecord[T any](tx *bbolt.Tx, bucket []byte, kind string, id uint64) (T, error) {
+	return getRecordIn[T](tx.Bucket(bucket), kind, id)
+}
+
+// getRecordIn is getRecord in a bucket already open.
+func getRecordIn[T any](b *bbolt.Bucket, kind string, id uint64) (T, error) {
 	var v T
-	data := tx.Bucket(bucket).Get(itob(id))
+	data := b.Get(itob(id))
 	if data == nil {
 		return v, fmt.Errorf("%s %d: %w", kind, id, store.ErrNotFound)
 	}
@@ -228,12 +237,16 @@ func getRecord[T any](tx *bbolt.Tx, bucket []byte, kind string, id uint64) (T, e
 	return v, nil
 }
 
-// getEach loads the records with ids, in that order, with get (getGarden, …); the
-// result is never nil.
-func getEach[T any](tx *bbolt.Tx, get func(*bbolt.Tx, uint64) (T, error), ids []uint64) ([]T, error) {
+// getEach loads the records with ids from bucket, in that order; the result is never
+// nil. The bucket is opened once: a read transaction does not keep the buckets it
+// opened, and opening a small bucket (stored inline in its parent) copies it, so
+// opening it per record cost a copy of the whole bucket per record (12 KB per GET
+// /gardens of 10 gardens).
+func getEach[T any](tx *bbolt.Tx, bucket []byte, kind string, ids []uint64) ([]T, error) {
+	b := tx.Bucket(bucket)
 	out := make([]T, 0, len(ids))
 	for _, id := range ids {
-		v, err := get(tx, id)
+		v, err := getRecordIn[T](b, kind, id)
 		if err != nil {
 			return nil, err
 		}

@@ -142,7 +142,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 			},
 			func() error {
 				return each(store.KindLog, `SELECT id, garden_id, type, title, notes, at, bed_id, plant, quantity_value, quantity_unit,
-						coalesce(assignee_id, 0), status, author_id, created, updated FROM logs ORDER BY id`, func(r pgx.Rows) (any, error) {
+						coalesce(assignee_id, 0), status, author_id, created, updated, coalesce(client_key, '') FROM logs ORDER BY id`, func(r pgx.Rows) (any, error) {
 					var (
 						a       store.ArchivedLog
 						typ, st string
@@ -150,7 +150,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 						qu      *string
 					)
 					err := r.Scan(&a.ID, &a.Garden, &typ, &a.Title, &a.Notes, &a.At, &a.Bed, &a.Plant, &qv, &qu,
-						&a.AssigneeID, &st, &a.AuthorID, &a.Created, &a.Updated)
+						&a.AssigneeID, &st, &a.AuthorID, &a.Created, &a.Updated, &a.ClientKey)
 					a.Type, a.Status = store.LogType(typ), store.LogStatus(st)
 					a.At, a.Created, a.Updated = a.At.UTC(), a.Created.UTC(), a.Updated.UTC()
 					if qv != nil && qu != nil {
@@ -467,9 +467,9 @@ func (im *importer) load(kind string, rec any) error {
 	case *store.ArchivedLog:
 		l := r.Log()
 		l.AssigneeID = r.AssigneeID
-		args := append([]any{r.ID, r.Garden, r.AuthorID, ts(r.Created)}, logArgs(l)...)
-		return im.queue(fmt.Sprintf("log %d", r.ID), `INSERT INTO logs (id, garden_id, author_id, created, `+logColumnsWrite+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, args...)
+		args := append([]any{r.ID, r.Garden, r.AuthorID, ts(r.Created), nullString(r.ClientKey)}, logArgs(l)...)
+		return im.queue(fmt.Sprintf("log %d", r.ID), `INSERT INTO logs (id, garden_id, author_id, created, client_key, `+logColumnsWrite+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`, args...)
 	case *store.Photo:
 		var thumb *string
 		if r.ThumbPath != "" {
@@ -477,9 +477,9 @@ func (im *importer) load(kind string, rec any) error {
 			im.photos = append(im.photos, gardenImage{garden: r.Garden, path: r.ThumbPath})
 		}
 		im.photos = append(im.photos, gardenImage{garden: r.Garden, path: r.Path})
-		return im.queue(fmt.Sprintf("photo %d", r.ID), `INSERT INTO photos (id, log_id, garden_id, content_type, width, height, size, path, thumb_path, thumb_size, uploader, created)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			r.ID, r.Log, r.Garden, r.ContentType, r.Width, r.Height, r.Size, r.Path, thumb, r.ThumbSize, r.Uploader, ts(r.Created))
+		return im.queue(fmt.Sprintf("photo %d", r.ID), `INSERT INTO photos (id, log_id, garden_id, content_type, width, height, size, path, thumb_path, thumb_size, uploader, created, client_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			r.ID, r.Log, r.Garden, r.ContentType, r.Width, r.Height, r.Size, r.Path, thumb, r.ThumbSize, r.Uploader, ts(r.Created), nullString(r.ClientKey))
 	case *store.ImportMapEntry:
 		return im.queue(fmt.Sprintf("import map entry %s/%s/%d", r.Source, r.Kind, r.Key),
 			`INSERT INTO import_map (source, kind, key, id) VALUES ($1, $2, $3, $4)`, r.Source, string(r.Kind), r.Key, r.ID)

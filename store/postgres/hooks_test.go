@@ -231,3 +231,59 @@ func TestPoolSize(t *testing.T) {
 		st.Close()
 	}
 }
+
+// TestLogKeyRaces: two nodes create a log with one idempotency key at once, in both
+// orders that matter; one log is made and both answer it.
+func TestLogKeyRaces(t *testing.T) {
+	for _, point := range []string{"log-key-checked", "log-inserted"} {
+		t.Run(point, func(t *testing.T) {
+			n1, n2, _ := openPair(t)
+			a, _ := n1.CreateUser(store.NewUser{Username: "a", FirstName: "A", LastName: "A", PasswordHash: "h"})
+			c, _ := n1.CreateCompany(a.ID, "c")
+			g, _ := n1.CreateGarden(c.ID, "g")
+			typ, title := store.LogObservation, "Aphids"
+			p := store.LogPatch{Type: &typ, Title: &title}
+			type result struct {
+				l       store.Log
+				created bool
+				err     error
+			}
+			// Node 1 stops after finding no log of the key ("log-key-checked") or after
+			// inserting its own, not yet committed ("log-inserted").
+			reached, release := pause(n1, point)
+			first := make(chan result)
+			go func() {
+				l, created, err := n1.CreateLogOnce(g.ID, a.ID, "key-1", p, nil)
+				first <- result{l, created, err}
+			}()
+			<-reached
+			second := make(chan result)
+			go func() {
+				l, created, err := n2.CreateLogOnce(g.ID, a.ID, "key-1", p, nil)
+				second <- result{l, created, err}
+			}()
+			var r1, r2 result
+			if point == "log-inserted" {
+				// Node 2's insert waits for node 1's row, then does nothing.
+				waitForLockWait(t, n1)
+				release()
+				r1, r2 = <-first, <-second
+			} else {
+				// Node 2 inserts and commits first; node 1's insert then does nothing.
+				r2 = <-second
+				release()
+				r1 = <-first
+			}
+			if r1.err != nil || r2.err != nil {
+				t.Fatalf("errors %v, %v", r1.err, r2.err)
+			}
+			if r1.l.ID != r2.l.ID || r1.created == r2.created {
+				t.Fatalf("node 1: log %d created %v; node 2: log %d created %v", r1.l.ID, r1.created, r2.l.ID, r2.created)
+			}
+			page, err := n2.ListLogs(g.ID, store.LogFilter{})
+			if err != nil || len(page.Logs) != 1 {
+				t.Fatalf("%d logs, %v", len(page.Logs), err)
+			}
+		})
+	}
+}

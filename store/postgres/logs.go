@@ -19,7 +19,7 @@ const logColumns = `l.id, g.company_id, l.garden_id, l.type, l.title, l.notes, l
 	l.quantity_value, l.quantity_unit, l.assignee_id, asg.username, l.status, l.author_id, au.username,
 	l.created, l.updated,
 	l.bed_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM beds b WHERE b.id = l.bed_id AND b.garden_id = l.garden_id),
-	ARRAY(SELECT p.id FROM photos p WHERE p.log_id = l.id ORDER BY p.id)`
+	ARRAY(SELECT p.id FROM photos p WHERE p.log_id = l.id ORDER BY p.id), coalesce(l.client_key, '')`
 
 const logFrom = ` FROM logs l JOIN gardens g ON g.id = l.garden_id JOIN users au ON au.id = l.author_id
 	LEFT JOIN users asg ON asg.id = l.assignee_id `
@@ -34,7 +34,7 @@ func scanLog(row pgx.Row) (store.Log, error) {
 		photos     []int64
 	)
 	err := row.Scan(&l.ID, &l.Company, &l.Garden, &typ, &l.Title, &l.Notes, &l.At, &l.Bed, &l.Plant,
-		&qv, &qu, &assigneeID, &l.Assignee, &st, &l.AuthorID, &l.Author, &l.Created, &l.Updated, &l.BedRemoved, &photos)
+		&qv, &qu, &assigneeID, &l.Assignee, &st, &l.AuthorID, &l.Author, &l.Created, &l.Updated, &l.BedRemoved, &photos, &l.ClientKey)
 	if err != nil {
 		return store.Log{}, err
 	}
@@ -139,20 +139,60 @@ func logArgs(l store.Log) []any {
 // CreateLog stores a new log of the garden (store.LogStore). The garden's row is
 // locked against deletion (FOR KEY SHARE) while the log is written.
 func (s *Store) CreateLog(gardenID, authorID uint64, p store.LogPatch, authorize store.LogAuthorizer) (store.Log, error) {
+	l, _, err := s.createLog(gardenID, authorID, "", p, authorize)
+	return l, err
+}
+
+// CreateLogOnce stores a new log of the garden unless the author made one with that
+// key (store.LogStore). The unique index logs_client_key makes a second insert of
+// the key wait for the first's transaction and then do nothing.
+func (s *Store) CreateLogOnce(gardenID, authorID uint64, key string, p store.LogPatch, authorize store.LogAuthorizer) (store.Log, bool, error) {
+	if err := store.ValidClientKey(key); err != nil {
+		return store.Log{}, false, err
+	}
+	return s.createLog(gardenID, authorID, key, p, authorize)
+}
+
+// logByKey reads the author's log of the garden made with key; ok is false when
+// there is none.
+func logByKey(ctx context.Context, tx pgx.Tx, gardenID, authorID uint64, key string) (l store.Log, ok bool, err error) {
+	var id uint64
+	err = tx.QueryRow(ctx, `SELECT id FROM logs WHERE garden_id = $1 AND author_id = $2 AND client_key = $3`, gardenID, authorID, key).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Log{}, false, nil
+	}
+	if err != nil {
+		return store.Log{}, false, err
+	}
+	l, err = logByID(ctx, tx, gardenID, id, false)
+	return l, err == nil, err
+}
+
+func (s *Store) createLog(gardenID, authorID uint64, key string, p store.LogPatch, authorize store.LogAuthorizer) (store.Log, bool, error) {
 	now := s.now()
-	base := store.ApplyLogPatch(store.Log{Garden: gardenID, AuthorID: authorID}, p, true, now)
+	base := store.ApplyLogPatch(store.Log{Garden: gardenID, AuthorID: authorID, ClientKey: key}, p, true, now)
 	if err := store.ValidateLog(base, now); err != nil {
-		return store.Log{}, err
+		return store.Log{}, false, err
 	}
 	var out store.Log
+	var created bool
 	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
 		next := base
+		created = false
 		g, err := scanGarden(tx.QueryRow(ctx, `SELECT `+gardenColumns+` FROM gardens g WHERE g.id = $1 FOR KEY SHARE`, gardenID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("garden %d: %w", gardenID, store.ErrNotFound)
 		}
 		if err != nil {
 			return err
+		}
+		if key != "" {
+			l, found, err := logByKey(ctx, tx, gardenID, authorID, key)
+			if err != nil || found {
+				out = l
+				return err
+			}
+			s.at("log-key-checked")
 		}
 		if err := tx.QueryRow(ctx, `SELECT username FROM users WHERE id = $1`, authorID).Scan(&next.Author); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -171,16 +211,40 @@ func (s *Store) CreateLog(gardenID, authorID uint64, p store.LogPatch, authorize
 		}
 		next.Created = store.LogTime(now)
 		next.Updated = next.Created
-		args := append([]any{gardenID, authorID, ts(next.Created)}, logArgs(next)...)
+		args := append([]any{gardenID, authorID, ts(next.Created), nullString(key)}, logArgs(next)...)
 		var id uint64
-		if err := tx.QueryRow(ctx, `INSERT INTO logs (garden_id, author_id, created, `+logColumnsWrite+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`, args...).Scan(&id); err != nil {
+		err = tx.QueryRow(ctx, `INSERT INTO logs (garden_id, author_id, created, client_key, `+logColumnsWrite+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+			ON CONFLICT (garden_id, author_id, client_key) WHERE client_key IS NOT NULL DO NOTHING RETURNING id`, args...).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) && key != "" {
+			// Another call with the key committed while this one was checking.
+			l, found, err := logByKey(ctx, tx, gardenID, authorID, key)
+			if err == nil && !found {
+				err = fmt.Errorf("log of key %q: inserted by another transaction, then gone: %w", key, store.ErrConflict)
+			}
+			out = l
 			return err
 		}
+		if err != nil {
+			return err
+		}
+		created = true
+		s.at("log-inserted")
 		out, err = logByID(ctx, tx, gardenID, id, false)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return store.Log{}, false, err
+	}
+	return out, created, nil
+}
+
+// nullString is s, or NULL when empty.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // Log returns a log of the garden.

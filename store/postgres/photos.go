@@ -18,11 +18,11 @@ import (
 
 var _ store.SharedPhotos = (*Store)(nil)
 
-const photoColumns = `id, log_id, garden_id, content_type, width, height, size, path, coalesce(thumb_path, ''), thumb_size, uploader, created`
+const photoColumns = `id, log_id, garden_id, content_type, width, height, size, path, coalesce(thumb_path, ''), thumb_size, uploader, created, coalesce(client_key, '')`
 
 func scanPhoto(row pgx.Row) (store.Photo, error) {
 	var p store.Photo
-	err := row.Scan(&p.ID, &p.Log, &p.Garden, &p.ContentType, &p.Width, &p.Height, &p.Size, &p.Path, &p.ThumbPath, &p.ThumbSize, &p.Uploader, &p.Created)
+	err := row.Scan(&p.ID, &p.Log, &p.Garden, &p.ContentType, &p.Width, &p.Height, &p.Size, &p.Path, &p.ThumbPath, &p.ThumbSize, &p.Uploader, &p.Created, &p.ClientKey)
 	p.Created = p.Created.UTC()
 	return p, err
 }
@@ -33,15 +33,44 @@ const photoBudgetLock int64 = 0x70686f746f73 // "photos"
 // AddPhoto records a photo of a log of the garden (store.LogStore). The log's row is
 // locked against deletion while the photo is added.
 func (s *Store) AddPhoto(gardenID, logID uint64, p store.Photo, budget int64, authorize func(store.Log) error) (store.Photo, error) {
+	p.ClientKey = ""
+	ph, _, err := s.addPhoto(gardenID, logID, p, budget, authorize)
+	return ph, err
+}
+
+// AddPhotoOnce records a photo of a log unless the log has one of that key
+// (store.LogStore). The log's row lock orders the calls of one log: the second
+// finds the first's photo.
+func (s *Store) AddPhotoOnce(gardenID, logID uint64, key string, p store.Photo, budget int64, authorize func(store.Log) error) (store.Photo, bool, error) {
+	if err := store.ValidClientKey(key); err != nil {
+		return store.Photo{}, false, err
+	}
+	p.ClientKey = key
+	return s.addPhoto(gardenID, logID, p, budget, authorize)
+}
+
+func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, authorize func(store.Log) error) (store.Photo, bool, error) {
 	p.Created = store.LogTime(s.now())
 	p.Log, p.Garden = logID, gardenID
 	if err := p.Validate(); err != nil {
-		return store.Photo{}, err
+		return store.Photo{}, false, err
 	}
+	var earlier *store.Photo
 	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
+		earlier = nil
 		l, err := logByID(ctx, tx, gardenID, logID, true)
 		if err != nil {
 			return err
+		}
+		if p.ClientKey != "" {
+			q, err := scanPhoto(tx.QueryRow(ctx, `SELECT `+photoColumns+` FROM photos WHERE log_id = $1 AND client_key = $2`, logID, p.ClientKey))
+			if err == nil {
+				earlier = &q
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
 		}
 		if authorize != nil {
 			if err := authorize(l); err != nil {
@@ -64,14 +93,17 @@ func (s *Store) AddPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 		if p.ThumbPath != "" {
 			thumb = &p.ThumbPath
 		}
-		return tx.QueryRow(ctx, `INSERT INTO photos (log_id, garden_id, content_type, width, height, size, path, thumb_path, thumb_size, uploader, created)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
-			logID, gardenID, p.ContentType, p.Width, p.Height, p.Size, p.Path, thumb, p.ThumbSize, p.Uploader, ts(p.Created)).Scan(&p.ID)
+		return tx.QueryRow(ctx, `INSERT INTO photos (log_id, garden_id, content_type, width, height, size, path, thumb_path, thumb_size, uploader, created, client_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			logID, gardenID, p.ContentType, p.Width, p.Height, p.Size, p.Path, thumb, p.ThumbSize, p.Uploader, ts(p.Created), nullString(p.ClientKey)).Scan(&p.ID)
 	})
-	if err != nil {
-		return store.Photo{}, err
+	switch {
+	case err != nil:
+		return store.Photo{}, false, err
+	case earlier != nil:
+		return *earlier, false, nil
 	}
-	return p, nil
+	return p, true, nil
 }
 
 // Photo returns a photo of a log of the garden.

@@ -100,9 +100,9 @@ func Fill(tb testing.TB, st store.Backend, clock *Clock) {
 	_, err = st.CreateLog(g1.ID, ann.ID, store.LogPatch{Type: &task, Title: ptr("Tie up"), At: ptr(clock.Now().Add(48 * time.Hour)), Assignee: ptr("carol")}, nil)
 	must(err)
 	obs := store.LogObservation
-	o, err := st.CreateLog(g3.ID, carol.ID, store.LogPatch{Type: &obs, Title: ptr("Slugs"), Bed: ptr(mustBedOf(tb, st, g3.ID).ID)}, nil)
+	o, _, err := st.CreateLogOnce(g3.ID, carol.ID, "a-client-key", store.LogPatch{Type: &obs, Title: ptr("Slugs"), Bed: ptr(mustBedOf(tb, st, g3.ID).ID)}, nil)
 	must(err)
-	_, err = st.AddPhoto(g1.ID, h.ID, photo(1), 0, nil)
+	_, _, err = st.AddPhotoOnce(g1.ID, h.ID, "a-photo-key", photo(1), 0, nil)
 	must(err)
 	p2 := photo(2)
 	p2.ThumbPath, p2.ThumbSize = "", 0

@@ -97,6 +97,9 @@ func Run(t *testing.T, h Harness) {
 		{"LogsListMatchesModel", testLogsListMatchesModel},
 		{"PendingTasks", testPendingTasks},
 		{"LogPhotos", testLogPhotos},
+		{"LogClientKeys", testLogClientKeys},
+		{"LogClientKeysTogether", testLogClientKeysTogether},
+		{"PhotoClientKeys", testPhotoClientKeys},
 		{"PlantIDs", testPlantIDs},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

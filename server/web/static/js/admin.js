@@ -163,16 +163,17 @@ function bedsPanel(base, signal) {
     columns: [
       { key: 'name', label: 'Project' },
       { key: 'uuid', label: 'UUID', cell: (r) => h('code', {}, r.uuid) },
-      { key: 'bed', label: 'Bed', value: (r) => r.bed?.id ?? null, cell: (r) => (r.bed ? `Bed ${r.bed.id}${r.bed.name ? ' (' + r.bed.name + ')' : ''}` : 'not registered') },
+      { key: 'bed', label: 'Bed', value: (r) => r.bed?.id ?? null, cell: (r) => (r.bed ? `${r.bed.name || r.name || 'unnamed'} (id ${r.bed.id})` : 'not registered') },
       { key: 'action', label: 'Action', value: () => null, cell: action },
     ],
   });
   function action(r) {
     if (r.bed) {
-      const b = h('button', { type: 'button', class: 'danger small', 'aria-label': `Remove bed ${r.bed.id}` }, 'Remove');
+      const name = r.bed.name || r.name || r.uuid;
+      const b = h('button', { type: 'button', class: 'danger small', 'aria-label': `Remove bed ${name}` }, 'Remove');
       b.addEventListener('click', async () => {
-        if (!await confirmDialog(`Remove bed ${r.bed.id} (${r.name || r.uuid}) from this garden? Its cached point clouds go too; the spatial server keeps the project.`, 'Remove bed')) return;
-        await act(() => del(`${base}/beds/${r.bed.id}`), `Bed ${r.bed.id} was removed.`);
+        if (!await confirmDialog(`Remove the bed ${name} from this garden? Its cached point clouds go too; the spatial server keeps the project, and its logs stay (shown as of a removed bed).`, 'Remove bed')) return;
+        await act(() => del(`${base}/beds/${r.bed.id}`), `The bed ${name} was removed.`);
       });
       return b;
     }

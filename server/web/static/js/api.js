@@ -42,19 +42,21 @@ export function clearSession() {
 let signedOut = () => {};
 export function onSignedOut(fn) { signedOut = fn; }
 
-// request sends one API call; raw returns the Response (streams, binary bodies);
-// cache is the fetch cache mode (no-store unless said: only images whose URLs name
-// their version are for the browser to keep).
-export async function request(method, path, { body, signal, raw, cache } = {}) {
-  const headers = { Accept: 'application/json' };
+// request sends one API call; raw returns the Response (streams, binary bodies).
+// blob sends a Blob as the body with its own type (photos); headers adds others
+// (Idempotency-Key); cache is the fetch cache mode (no-store unless said: only images
+// whose URLs name their version are for the browser to keep).
+export async function request(method, path, { body, blob, signal, raw, headers: extra, cache } = {}) {
+  const headers = { Accept: 'application/json', ...extra };
   const s = session();
   if (s) headers.Authorization = 'Token ' + s.token;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (blob) headers['Content-Type'] = blob.type;
   let res;
   try {
     res = await fetch(path, {
       method, headers, signal, cache: cache || 'no-store', credentials: 'omit',
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: blob || (body === undefined ? undefined : JSON.stringify(body)),
     });
   } catch (err) {
     if (err.name === 'AbortError') throw err;
@@ -117,4 +119,9 @@ export const paths = {
   beds: (c, g) => `/companies/${c}/gardens/${g}/beds`,
   plants: (c, g, b) => `/companies/${c}/gardens/${g}/beds/${b}/plants`,
   pointcloud: (c, g, b, p) => `/companies/${c}/gardens/${g}/beds/${b}/plants/${encodeURIComponent(p)}/pointcloud`,
+  logs: (c, g) => `/companies/${c}/gardens/${g}/logs`,
+  log: (c, g, id) => `/companies/${c}/gardens/${g}/logs/${id}`,
+  photos: (c, g, id) => `/companies/${c}/gardens/${g}/logs/${id}/photos`,
+  photo: (c, g, id, p) => `/companies/${c}/gardens/${g}/logs/${id}/photos/${p}`,
+  export: (c, g, file) => `/companies/${c}/gardens/${g}/export/${file}`,
 };

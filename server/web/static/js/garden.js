@@ -1,5 +1,6 @@
 import { get, readLines, paths } from './api.js';
-import { h, clear, setTitle, problemBox, announce, fmt, levelOf, healthText, legend, worstLevel } from './ui.js';
+import { h, clear, setTitle, problemBox, announce, fmt, legend } from './ui.js';
+import { aspect, aspectPicker, onAspect, levelFor, levelClass, healthCell, harvestText, harvestCell, harvestWeeks, bedLabel, aspects } from './health.js';
 import { sortableTable } from './table.js';
 import { GardenMap } from './map.js';
 import { gardenImage, whenTiled } from './images.js';
@@ -13,7 +14,16 @@ const cloudText = {
   none: 'no point cloud',
 };
 
-const weeks = (s) => (typeof s === 'string' ? parseFloat(s) : null);
+// mapLabel is what fits in a bed's square on the map: a short name whole, else the
+// number it ends with ("Bed 6" → 6), else its start.
+function mapLabel(name) {
+  if (name.length <= 4) return name;
+  const n = /(\d+)\s*$/.exec(name);
+  return n ? n[1] : name.slice(0, 3) + '…';
+}
+
+// plantCell: the species, and the variety under it.
+const plantCell = (species, variety) => h('span', {}, fmt.text(species), variety ? [' ', h('span', { class: 'sub' }, variety)] : null);
 
 // The garden page: the picture with every bed and plant on it, the beds table filling
 // in as the stream arrives, and the plants of the selected bed. Plants whose point
@@ -42,21 +52,22 @@ export async function garden(main, [c, g, bedParam], signal) {
   });
   const mapNote = h('div', { class: 'map-note' });
   const mapPanel = h('section', { class: 'panel panel-map', dataset: { panel: 'map' }, 'aria-label': 'Map' }, map.el, mapNote);
-  const legendPanel = h('section', { class: 'panel panel-legend', dataset: { panel: 'legend' }, 'aria-label': 'Legend' }, legend(),
+  const legendTitle = h('p', { class: 'legend-title' });
+  const legendPanel = h('section', { class: 'panel panel-legend', dataset: { panel: 'legend' }, 'aria-label': 'Legend' }, legendTitle, legend(),
     h('p', { class: 'hint' }, 'Squares are beds, at the mean position of their plants; dots are plants.'));
   const bedsTable = sortableTable({
     caption: 'Beds: values are averages over each bed’s plants',
     rowKey: (b) => b.id,
     onSelect: (b) => selectBed(b.id),
+    cards: true,
     columns: [
-      { key: 'id', label: 'Bed', cell: (b) => `Bed ${b.id}` },
-      { key: 'plant', label: 'Plant', value: (b) => b.line.plant },
-      { key: 'variety', label: 'Variety', value: (b) => b.line.variety },
+      { key: 'name', label: 'Bed', title: true, className: 'wrap', value: (b) => bedLabel(b.line.name, b.id), cell: (b) => bedLabel(b.line.name, b.id) },
+      { key: 'plant', label: 'Plant', className: 'wrap', value: (b) => b.line.plant, cell: (b) => plantCell(b.line.plant, b.line.variety) },
       { key: 'humidity', label: 'Soil humidity', numeric: true, value: (b) => b.line.soil_humidty, cell: (b) => fmt.pct(b.line.soil_humidty) },
       { key: 'yield', label: 'Yield', numeric: true, value: (b) => b.line.yield, cell: (b) => fmt.num(b.line.yield) },
-      { key: 'harvest', label: 'Harvest in', numeric: true, value: (b) => weeks(b.line.harvest), cell: (b) => fmt.text(b.line.harvest) },
-      { key: 'health', label: 'Health', value: (b) => worstLevel(b.line.health), cell: (b) => healthCell(b.line.health) },
-      { key: 'placed', label: 'Plants placed', numeric: true, value: (b) => placedCount(b), cell: (b) => placedText(b) },
+      { key: 'harvest', label: 'Harvest', className: 'wrap', value: (b) => harvestWeeks(b.line.harvest), cell: (b) => harvestCell(b.line.harvest) },
+      { key: 'health', label: 'Health', className: 'wrap', value: (b) => levelFor(b.line.health), cell: (b) => healthCell(b.line.health) },
+      { key: 'placed', label: 'Position', numeric: true, className: 'wrap', value: (b) => placedCount(b), cell: (b) => placedText(b) },
     ],
   });
   const bedsPanel = h('section', { class: 'panel panel-beds', dataset: { panel: 'beds' }, 'aria-labelledby': 'beds-h' },
@@ -81,13 +92,23 @@ export async function garden(main, [c, g, bedParam], signal) {
     if (shown.has('map')) map.fit();
   };
 
+  const picker = aspectPicker();
   main.append(
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Gardens'), ' › ', h('a', { href: `#/c/${c}` }, co.name), ' › ', gd.name),
     h('div', { class: 'title-row' }, h('h1', {}, gd.name),
+      picker,
+      h('a', { class: 'button', href: `#/c/${c}/g/${g}/logbook` }, 'Logbook'),
       admin ? h('a', { class: 'button', href: `#/c/${c}/g/${g}/admin` }, 'Administer') : null,
       h('details', { class: 'panels-menu' }, h('summary', {}, 'Panels'), toggles)),
     h('div', { class: 'garden-layout' }, h('div', { class: 'col-map' }, mapPanel, legendPanel), h('div', { class: 'col-side' }, bedsPanel, plantsPanel)));
   applyPanels();
+  const offAspect = onAspect(() => {
+    updateLegend();
+    renderBeds();
+    drawMarkers();
+    if (state.selected) renderPlants(state.beds.get(String(state.selected)));
+  });
+  updateLegend();
 
   // The picture: its preview at once (the whole picture while its tiles are being
   // built, then the preview and tiles).
@@ -135,7 +156,12 @@ export async function garden(main, [c, g, bedParam], signal) {
   performance.mark('gardend:garden-drawn', { detail: { ms: performance.now() - started } });
   settleCheck();
 
-  return () => { for (const t of state.timers) clearTimeout(t); cancelAnimationFrame(state.frame); map.destroy(); };
+  return () => { for (const t of state.timers) clearTimeout(t); cancelAnimationFrame(state.frame); map.destroy(); offAspect(); picker.querySelector('select').detach(); };
+
+  function updateLegend() {
+    const a = aspects.find((x) => x.id === aspect());
+    legendTitle.textContent = a.id === 'worst' ? 'Colour: the worst health level of each plant and bed' : `Colour: the ${a.label.toLowerCase()} level of each plant and bed`;
+  }
 
   function updateProgress() {
     const n = state.order.length;
@@ -200,7 +226,7 @@ export async function garden(main, [c, g, bedParam], signal) {
     const n = placedCount(b);
     if (!b.plants) return n === null ? '–' : String(n);
     const down = b.plants.filter((p) => p.pointcloud === 'downloading').length;
-    return h('span', {}, `${n} of ${b.plants.length}`, down ? h('span', { class: 'hint' }, ` (${down} downloading)`) : null);
+    return h('span', {}, `${n} of ${b.plants.length} placed`, down ? [' ', h('span', { class: 'sub' }, `(${down} downloading)`)] : null);
   }
 
   function renderBeds() {
@@ -218,10 +244,11 @@ export async function garden(main, [c, g, bedParam], signal) {
     const plants = [];
     for (const b of state.order) {
       const pos = bedPosition(b);
-      if (pos) beds.push({ id: b.id, label: String(b.id), lat: pos.lat, lon: pos.lon, cls: levelOf(b.line.health).cls });
+      const name = bedLabel(b.line.name, b.id);
+      if (pos) beds.push({ id: b.id, label: mapLabel(name), title: name, lat: pos.lat, lon: pos.lon, cls: levelClass(b.line.health) });
       for (const [i, p] of (b.plants || []).entries()) {
         if (!p.plant_coords) continue;
-        plants.push({ key: `${b.id}/${p.id}`, bed: b.id, index: i + 1, lat: p.plant_coords.lat, lon: p.plant_coords.lon, cls: levelOf(p.health).cls, plant: p });
+        plants.push({ key: `${b.id}/${p.id}`, bed: b.id, index: i + 1, lat: p.plant_coords.lat, lon: p.plant_coords.lon, cls: levelClass(p.health), plant: p });
       }
     }
     map.setBeds(beds);
@@ -235,11 +262,11 @@ export async function garden(main, [c, g, bedParam], signal) {
     const p = m.plant;
     return h('dl', { class: 'facts' },
       h('dt', {}, 'Plant'), h('dd', {}, `${fmt.text(p.plant)} (${fmt.text(p.variety)})`),
-      h('dt', {}, 'Bed'), h('dd', {}, `Bed ${m.bed}, plant ${m.index}`),
+      h('dt', {}, 'Bed'), h('dd', {}, `${bedLabel(p.bed_name, m.bed)}, plant ${m.index}`),
       h('dt', {}, 'Soil humidity'), h('dd', {}, fmt.pct(p.soil_humidty)),
       h('dt', {}, 'Yield'), h('dd', {}, fmt.num(p.yield)),
-      h('dt', {}, 'Harvest in'), h('dd', {}, fmt.text(p.harvest)),
-      h('dt', {}, 'Health'), h('dd', {}, healthText(p.health)));
+      h('dt', {}, 'Harvest'), h('dd', {}, harvestText(p.harvest)),
+      h('dt', {}, 'Health'), h('dd', {}, healthCell(p.health)));
   }
 
   function selectBed(id, plantKey, quiet) {
@@ -252,7 +279,7 @@ export async function garden(main, [c, g, bedParam], signal) {
     if (location.hash !== hash) history.replaceState(null, '', hash);
     renderPlants(b);
     if (plantKey) { map.pin(plantKey); highlightPlantRow(plantKey); }
-    if (!quiet) announce(`Bed ${id} selected: ${b.plants ? b.plants.length + ' plants' : 'no plants read'}.`);
+    if (!quiet) announce(`${bedLabel(b.line.name, id)} selected: ${b.plants ? b.plants.length + ' plants' : 'no plants read'}.`);
   }
 
   function highlightPlantRow(key) {
@@ -262,9 +289,13 @@ export async function garden(main, [c, g, bedParam], signal) {
   }
 
   function renderPlants(b) {
-    plantsTitle.textContent = `Plants of bed ${b.id}`;
-    if (b.error) { clear(plantsBody, problemBox(new Error(b.error), `Bed ${b.id}`)); return; }
-    if (b.plantsError) { clear(plantsBody, problemBox(b.plantsError, `The plants of bed ${b.id}`)); return; }
+    const name = bedLabel(b.line.name, b.id);
+    plantsTitle.textContent = `Plants of ${name}`;
+    const links = h('p', { class: 'actions' },
+      h('a', { class: 'button', href: `#/c/${c}/g/${g}/b/${b.id}/log` }, `Logbook and quick entry: ${name}`),
+      b.error || b.plantsError ? null : h('a', { class: 'button', href: `#/c/${c}/g/${g}/b/${b.id}/3d` }, `View ${name} in 3D`));
+    if (b.error) { clear(plantsBody, links, problemBox(new Error(b.error), name)); return; }
+    if (b.plantsError) { clear(plantsBody, links, problemBox(b.plantsError, `The plants of ${name}`)); return; }
     if (!b.plants) { clear(plantsBody, h('p', { class: 'loading' }, 'Loading plants…')); return; }
     const rows = b.plants.map((p, i) => ({ ...p, index: i + 1, key: `${b.id}/${p.id}` }));
     const t = sortableTable({
@@ -272,25 +303,18 @@ export async function garden(main, [c, g, bedParam], signal) {
       rowKey: (p) => p.key,
       onSelect: (p) => { if (p.plant_coords) map.pin(p.key); highlightPlantRow(p.key); },
       empty: 'This bed has no plants.',
+      cards: true,
       columns: [
-        { key: 'index', label: '#', numeric: true },
-        { key: 'plant', label: 'Plant' },
-        { key: 'variety', label: 'Variety' },
+        { key: 'index', label: 'Plant', title: true, value: (p) => p.index, cell: (p) => h('a', { href: `#/c/${c}/g/${g}/b/${b.id}/p/${encodeURIComponent(p.id)}`, 'aria-label': `Plant ${p.index} of ${name}: logbook` }, `#${p.index}`) },
+        { key: 'plant', label: 'Species', className: 'wrap', value: (p) => p.plant, cell: (p) => plantCell(p.plant, p.variety) },
         { key: 'soil_humidty', label: 'Soil humidity', numeric: true, cell: (p) => fmt.pct(p.soil_humidty) },
         { key: 'yield', label: 'Yield', numeric: true, cell: (p) => fmt.num(p.yield) },
-        { key: 'harvest', label: 'Harvest in', numeric: true, value: (p) => weeks(p.harvest), cell: (p) => fmt.text(p.harvest) },
-        { key: 'health', label: 'Health', value: (p) => worstLevel(p.health), cell: (p) => healthCell(p.health) },
-        { key: 'pointcloud', label: 'Position', cell: (p) => h('span', { class: 'pc-' + (p.pointcloud || 'none') }, cloudText[p.pointcloud] || '–') },
+        { key: 'harvest', label: 'Harvest', className: 'wrap', value: (p) => harvestWeeks(p.harvest), cell: (p) => harvestCell(p.harvest) },
+        { key: 'health', label: 'Health', className: 'wrap', value: (p) => levelFor(p.health), cell: (p) => healthCell(p.health) },
+        { key: 'pointcloud', label: 'Position', className: 'wrap', cell: (p) => h('span', { class: 'pc-' + (p.pointcloud || 'none') }, cloudText[p.pointcloud] || '–') },
       ],
     });
+    clear(plantsBody, links, t.el);
     t.setRows(rows);
-    clear(plantsBody,
-      h('p', { class: 'actions' }, h('a', { class: 'button', href: `#/c/${c}/g/${g}/b/${b.id}/3d` }, `View bed ${b.id} in 3D`)),
-      t.el);
   }
-}
-
-function healthCell(health) {
-  const l = levelOf(health);
-  return h('span', { class: 'health' }, h('span', { class: 'swatch ' + l.cls, 'aria-hidden': 'true' }), healthText(health));
 }

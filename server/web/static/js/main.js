@@ -13,6 +13,10 @@ const routes = [
   [/^\/c\/(\d+)$/, () => import('./company.js').then((m) => m.company)],
   [/^\/c\/(\d+)\/g\/(\d+)\/admin$/, () => import('./admin.js').then((m) => m.gardenAdmin)],
   [/^\/c\/(\d+)\/g\/(\d+)\/b\/(\d+)\/3d$/, () => import('./view3d.js').then((m) => m.bed3d)],
+  [/^\/tasks$/, () => import('./tasks.js').then((m) => m.tasks)],
+  [/^\/c\/(\d+)\/g\/(\d+)\/logbook(?:\?(.*))?$/, () => import('./logbook.js').then((m) => m.logbook)],
+  [/^\/c\/(\d+)\/g\/(\d+)\/b\/(\d+)\/log$/, () => import('./target.js').then((m) => m.bedPage)],
+  [/^\/c\/(\d+)\/g\/(\d+)\/b\/(\d+)\/p\/([\w.:%-]+)$/, () => import('./target.js').then((m) => m.plantPage)],
   [/^\/c\/(\d+)\/g\/(\d+)(?:\/b\/(\d+))?$/, () => import('./garden.js').then((m) => m.garden)],
 ];
 
@@ -37,7 +41,7 @@ function nav() {
     clearSession();
     go('#/login');
   });
-  clear(el, h('a', { href: '#/' }, 'Gardens'), h('a', { href: '#/profile', 'aria-label': `Profile of ${s.username}` }, s.username), logout);
+  clear(el, h('a', { href: '#/' }, 'Gardens'), h('a', { href: '#/tasks' }, 'My tasks'), h('a', { href: '#/profile', 'aria-label': `Profile of ${s.username}` }, s.username), logout);
 }
 
 async function route() {

@@ -90,12 +90,12 @@ export class GardenMap {
     this.el.dataset.tilesLoaded = String(st.loaded);
   }
 
-  // setBeds: [{id, lat, lon, label, cls}]; setPlants: [{key, bed, lat, lon, cls, plant}].
+  // setBeds: [{id, lat, lon, label, title, cls}]; setPlants: [{key, bed, lat, lon, cls, plant}].
   setBeds(beds) {
     this.beds = beds;
     for (const b of beds) this.ensureOrigin(b.lat, b.lon);
     this.gBeds.replaceChildren(...beds.map((b) => {
-      const g = svg('g', { class: 'bed ' + (b.cls || ''), 'data-bed': b.id, role: 'button', 'aria-label': `Bed ${b.label}` });
+      const g = svg('g', { class: 'bed ' + (b.cls || ''), 'data-bed': b.id, role: 'button', 'aria-label': b.title || `Bed ${b.label}` });
       g.append(svg('rect', { x: -11, y: -11, width: 22, height: 22, rx: 4 }), svg('text', { x: 0, y: 4.5, 'text-anchor': 'middle' }));
       g.lastChild.textContent = b.label;
       g.addEventListener('click', (ev) => { ev.stopPropagation(); this.onSelectBed?.(b.id); });

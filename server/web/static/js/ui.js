@@ -153,7 +153,7 @@ export function healthText(health) {
 }
 
 export function legend() {
-  return h('ul', { class: 'legend', 'aria-label': 'Legend: colour by worst health level' },
+  return h('ul', { class: 'legend', 'aria-label': 'Legend: health levels' },
     [...levels, noHealth].map((l) => h('li', {}, h('span', { class: 'swatch ' + l.cls, 'aria-hidden': 'true' }), l.label)));
 }
 

@@ -1,6 +1,7 @@
 import { get, request, paths, ApiError } from './api.js';
-import { h, setTitle, problemBox, fmt, healthText, levelOf } from './ui.js';
+import { h, setTitle, problemBox, fmt } from './ui.js';
 import { parsePLY } from './ply.js';
+import { harvestText, healthCell, levelClass } from './health.js';
 
 // Level colours for plants whose cloud has no colour of its own (as in app.css).
 const levelRGB = { lv0: 0x1a9850, lv1: 0x91cf60, lv2: 0xd9a800, lv3: 0xf46d43, lv4: 0xd73027, lvn: 0x8c8c8c };
@@ -17,10 +18,12 @@ export async function bed3d(main, [c, g, b], signal) {
   const info = h('div', { class: 'pick-info', 'aria-live': 'polite' }, h('p', { class: 'hint' }, 'Pick a plant in the picture or in the list to see its values.'));
   const list = h('ul', { class: 'plant-list' });
   const stage = h('div', { class: 'stage' });
+  const crumb = document.createTextNode(`Bed ${b} in 3D`);
+  const title = h('h1', {}, `Bed ${b} in 3D`);
   main.append(
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Gardens'), ' › ', h('a', { href: `#/c/${c}` }, co.name), ' › ',
-      h('a', { href: `#/c/${c}/g/${g}/b/${b}` }, gd.name), ' › ', `Bed ${b} in 3D`),
-    h('h1', {}, `Bed ${b} in 3D`),
+      h('a', { href: `#/c/${c}/g/${g}/b/${b}` }, gd.name), ' › ', crumb),
+    title,
     status,
     h('div', { class: 'view3d' }, stage, h('aside', { class: 'side3d', 'aria-label': 'Plants' }, info, h('h2', {}, 'Plants'), list)));
 
@@ -31,6 +34,12 @@ export async function bed3d(main, [c, g, b], signal) {
   ]);
   if (signal.aborted) return;
   const plants = plantsRes.plants;
+  // The bed as its people call it (the plants carry its name).
+  const bedName = plants.find((p) => p.bed_name)?.bed_name;
+  if (bedName) {
+    crumb.textContent = title.textContent = `${bedName} in 3D`;
+    setTitle(`${bedName} in 3D`, gd.name);
+  }
   let renderer;
   try {
     renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
@@ -40,7 +49,7 @@ export async function bed3d(main, [c, g, b], signal) {
   }
   renderer.setPixelRatio(Math.min(devicePixelRatio, 2));
   const canvas = renderer.domElement;
-  canvas.setAttribute('aria-label', `Point clouds of bed ${b}`);
+  canvas.setAttribute('aria-label', `Point clouds of ${bedName || 'bed ' + b}`);
   canvas.setAttribute('role', 'img');
   canvas.tabIndex = 0;
   stage.append(canvas);
@@ -110,7 +119,7 @@ export async function bed3d(main, [c, g, b], signal) {
       geom.setAttribute('color', new THREE.BufferAttribute(cloud.colors, 3));
       material = new THREE.PointsMaterial({ size: 3, sizeAttenuation: false, vertexColors: true });
     } else {
-      material = new THREE.PointsMaterial({ size: 3, sizeAttenuation: false, color: levelRGB[levelOf(p.health).cls] });
+      material = new THREE.PointsMaterial({ size: 3, sizeAttenuation: false, color: levelRGB[levelClass(p.health)] });
     }
     const obj = new THREE.Points(geom, material);
     if (transform) {
@@ -162,8 +171,8 @@ export async function bed3d(main, [c, g, b], signal) {
       h('dt', {}, 'Plant'), h('dd', {}, `${fmt.text(p.plant)} (${fmt.text(p.variety)})`),
       h('dt', {}, 'Soil humidity'), h('dd', {}, fmt.pct(p.soil_humidty)),
       h('dt', {}, 'Yield'), h('dd', {}, fmt.num(p.yield)),
-      h('dt', {}, 'Harvest in'), h('dd', {}, fmt.text(p.harvest)),
-      h('dt', {}, 'Health'), h('dd', {}, healthText(p.health))));
+      h('dt', {}, 'Harvest'), h('dd', {}, harvestText(p.harvest)),
+      h('dt', {}, 'Health'), h('dd', {}, healthCell(p.health))));
     info.dataset.plant = id;
     draw();
   }

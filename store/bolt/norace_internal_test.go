@@ -1,0 +1,5 @@
+//go:build !race
+
+package bolt
+
+const raceDetector = false
