@@ -227,14 +227,14 @@ func (s *Server) handleGetImage(w http.ResponseWriter, r *http.Request) {
 	}
 	// What is left is the client's to pace: it holds its connection, not a slot.
 	s.releaseSlot(r)
-	_, _ = io.WriteString(w, head) // a client gone shows in WriteDataURL's error
-	if err := imagestore.WriteDataURL(w, f); err != nil {
+	pw := s.progressive(w)
+	_, _ = io.WriteString(pw, head) // a client gone shows in WriteDataURL's error
+	if err := imagestore.WriteDataURL(pw, f); err != nil {
 		// The status is sent: cut the response short rather than end it as valid JSON.
 		s.log.Warn().Err(err).Str("request_id", requestID(r)).Uint64("garden_id", g.ID).Msg("image download interrupted")
 		panic(http.ErrAbortHandler)
 	}
-	_, _ = io.WriteString(w, mid) // a client gone at the end: nothing left to do
-	_, _ = w.Write(append(tail, '}'))
+	_, _ = pw.Write(append([]byte(mid), append(tail, '}')...)) // a client gone at the end: nothing left to do
 }
 
 // openImage opens the garden's image with the coordinates of the same upload. An

@@ -259,7 +259,7 @@ func (s *Server) serveWholeImage(w http.ResponseWriter, r *http.Request, gardenI
 	}
 	// What is left is the client's to pace: it holds its connection, not a slot.
 	s.releaseSlot(r)
-	if _, err := io.Copy(w, f); err != nil {
+	if _, err := io.Copy(s.progressive(w), f); err != nil {
 		s.log.Warn().Err(err).Str("request_id", requestID(r)).Uint64("garden_id", gardenID).Msg("picture download interrupted")
 		panic(http.ErrAbortHandler)
 	}
@@ -346,7 +346,7 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, py *tiles.Pyr
 	if r.Method == http.MethodHead {
 		return
 	}
-	if _, err := io.Copy(w, py.Open(b)); err != nil {
+	if _, err := io.Copy(s.progressive(w), py.Open(b)); err != nil {
 		s.log.Warn().Err(err).Str("request_id", requestID(r)).Msg("tile download interrupted")
 		panic(http.ErrAbortHandler)
 	}

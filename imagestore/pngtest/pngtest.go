@@ -102,6 +102,17 @@ func Photo(w, h int, seed uint64) *image.NRGBA {
 	return img
 }
 
+// Noise is a picture of random pixels, deterministic in seed: what no compressor
+// shrinks.
+func Noise(w, h int, seed uint64) *image.NRGBA {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	for i := range img.Pix {
+		img.Pix[i] = byte(rng.Uint32())
+	}
+	return img
+}
+
 // Encode writes src as a PNG of kind k. The samples come from src's channels (the
 // high bits for narrower depths; two channels make the 16-bit ones, so their low
 // bytes vary too).
