@@ -2,7 +2,7 @@
 
 package web
 
-const assetsVersion = "8d70557ac197be61"
+const assetsVersion = "8ced6c09adf85fe6"
 
 var assetTable = []packedFile{
 	{name: "app.css", size: 17252, gzipSize: 4430, sum: "ee265b1827b4114c21b520d4"},
@@ -12,15 +12,15 @@ var assetTable = []packedFile{
 	{name: "js/auth.js", size: 6763, gzipSize: 2048, sum: "5ce6a7268630c9b8cfb79b8e"},
 	{name: "js/company.js", size: 2171, gzipSize: 972, sum: "8a85fe2736f3394747b503f3"},
 	{name: "js/exports.js", size: 2952, gzipSize: 1348, sum: "510c1ae0f928239bbb55761b"},
-	{name: "js/garden.js", size: 16449, gzipSize: 5322, sum: "6d22ea78d17384f05c22e5da"},
+	{name: "js/garden.js", size: 16464, gzipSize: 5332, sum: "f262346f96d79995929f705d"},
 	{name: "js/gardendata.js", size: 2020, gzipSize: 963, sum: "2f008e6dd2aa992a100da09b"},
 	{name: "js/geo.js", size: 2074, gzipSize: 965, sum: "3001268f4f1d5fa93200ff3b"},
 	{name: "js/health.js", size: 4812, gzipSize: 1894, sum: "24259f928fb3f9f1b8dd5fd3"},
 	{name: "js/home.js", size: 3995, gzipSize: 1573, sum: "34b49ee922be8e4b5408850a"},
-	{name: "js/images.js", size: 4518, gzipSize: 1777, sum: "8f57bfe8b3af370a25e5041c"},
+	{name: "js/images.js", size: 5359, gzipSize: 2050, sum: "3b0dc83d50542e54967d03dd"},
 	{name: "js/logbook.js", size: 11487, gzipSize: 4097, sum: "fbe45697b3bce208f85aed21"},
 	{name: "js/main.js", size: 3937, gzipSize: 1517, sum: "69fb0021d0b9ed03e4cd1f5b"},
-	{name: "js/map.js", size: 14925, gzipSize: 4604, sum: "c375aafac951578c9ed2138e"},
+	{name: "js/map.js", size: 14984, gzipSize: 4618, sum: "4062dc9763cd1e1478a5ef31"},
 	{name: "js/outbox.js", size: 5386, gzipSize: 2228, sum: "cdf303c84717bb34f98673ac"},
 	{name: "js/perms.js", size: 3566, gzipSize: 1398, sum: "bd228c83acd8836656ab50ca"},
 	{name: "js/ply.js", size: 4951, gzipSize: 1904, sum: "b6957088ba94870d981a1475"},

@@ -180,6 +180,8 @@ type page struct {
 	// Bytes received per request (encoded, as on the wire), by URL.
 	reqURL map[network.RequestID]string
 	bytes  map[string]float64
+	// URLs of the requests the page stopped (an AbortController) before their end.
+	canceled []string
 }
 
 func (b *browser) page(t testing.TB, base string, width, height int64) *page {
@@ -240,6 +242,10 @@ func (p *page) observe(ev any) {
 	case *network.EventLoadingFinished:
 		if u, ok := p.reqURL[e.RequestID]; ok {
 			p.bytes[u] += e.EncodedDataLength
+		}
+	case *network.EventLoadingFailed:
+		if u, ok := p.reqURL[e.RequestID]; ok && e.Canceled {
+			p.canceled = append(p.canceled, u)
 		}
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"image/png"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/gardend/gardend/imagestore/pngtest"
 	"github.com/gardend/gardend/server"
 )
 
@@ -130,4 +132,61 @@ func tileRequests(p *page, garden string) []requestURL {
 		}
 	}
 	return out
+}
+
+// TestWebAppTilesBeatTheWholePicture: over a slow link, a garden page opened while
+// its picture is being tiled (just uploaded, restored, or on a node of a shared
+// database that builds tiles when first asked) draws the preview as soon as the
+// tiles are ready, and stops downloading the whole picture; before, it drew nothing
+// until the whole picture had arrived (here 30 s; a 217 MB orthophoto, 18 minutes).
+func TestWebAppTilesBeatTheWholePicture(t *testing.T) {
+	b := newBrowser(t)
+	d := startDemo(t, 0)
+	garden := d.srv.DemoGardenPath()
+	waitTiled(t, d, garden) // the demo picture's build is not the one held below
+	release := make(chan struct{})
+	d.srv.Tiles().SetHook(func(ctx context.Context, _ string, _, _ int) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	})
+	// Photo-like grain: a 6 MB PNG, half a minute over the slow link; its preview is
+	// 1000 × 750.
+	const w, h = 2000, 1500
+	pic := writePicture(t, t.TempDir(), "field.png", w, h, pngtest.Field(w, h, 24, 1, 16, 1))
+	uploadPicture(t, d, garden, pic, demoCorners(t, d))
+
+	p := b.page(t, d.base, 1024, 600)
+	p.login(server.DemoUsername, server.DemoPassword)
+	p.throttle(true)
+	p.eval(`window.__first = null;
+		new MutationObserver(() => {
+			const m = document.querySelector('.map');
+			if (m && m.dataset.image === 'shown' && __first === null) __first = m.dataset.tiled;
+		}).observe(document, {subtree: true, childList: true, attributes: true}); true`, nil)
+	p.open("#/c/1/g/1")
+	whole := d.base + garden + "/image/preview"
+	deadline := time.Now().Add(30 * time.Second)
+	for !slices.Contains(p.requested(), whole) {
+		if time.Now().After(deadline) {
+			p.fatalf("the page did not ask for the picture: %v", p.requested())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(release) // the tiles are built while the whole picture is on its way
+	p.waitFor("the picture shown", `window.__first !== null`)
+	var first string
+	p.eval(`window.__first`, &first)
+	if first != "yes" {
+		t.Fatalf("the first picture drawn was the whole one (tiled %q), not the preview", first)
+	}
+	p.mu.Lock()
+	canceled := slices.Contains(p.canceled, whole)
+	p.mu.Unlock()
+	if !canceled {
+		t.Errorf("the whole picture's download was not stopped; requests: %v", p.requested())
+	}
+	p.throttle(false)
+	p.checkClean()
 }

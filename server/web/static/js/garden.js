@@ -118,7 +118,7 @@ export async function garden(main, [c, g, bedParam], signal) {
     else mapNote.replaceChildren(h('p', { class: 'hint' }, 'This garden has no picture yet. ', admin ? h('a', { href: `#/c/${c}/g/${g}/admin` }, 'Upload one') : 'An admin can upload one.'));
     map.el.dataset.image = img ? 'shown' : 'none';
     performance.mark('gardend:picture-shown');
-    if (img && !img.tiles && img.info.state !== 'failed') whenTiled(c, g, signal).then((tiled) => { if (tiled) showPicture(tiled); }, () => {});
+    if (img && !img.tiles && img.info.state !== 'failed') (img.later || whenTiled(c, g, signal)).then((tiled) => { if (tiled) showPicture(tiled); }, () => {});
   };
   picture.then(showPicture,
     (err) => { if (!signal.aborted) mapNote.replaceChildren(problemBox(err, 'The garden picture')); });

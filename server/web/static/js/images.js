@@ -32,21 +32,34 @@ const versioned = (path, info) => (info.version ? `${path}?v=${encodeURIComponen
 // whole picture) with the picture's size, corners and, once ready, its tiles; null
 // when the garden has no picture. Info and preview are asked for at once (one round
 // trip, not two); a preview of another version than info's (a new upload between the
-// two) is fetched again under info's.
+// two) is fetched again under info's. While the tiles are being built, the whole
+// picture and the tiles race: over a slow link a large picture takes minutes, its
+// tiles seconds, so whichever is there first is drawn, and the whole picture's
+// download stops when the tiles win. When it wins, `later` is the tiles to come.
 export async function gardenImage(c, g, signal) {
   const base = picture(c, g);
+  const whole = new AbortController(); // the preview's download, stopped if the tiles win
+  signal?.addEventListener('abort', () => whole.abort(), { once: true });
   const [info, first] = await Promise.all([
     pictureInfo(c, g, signal),
-    request('GET', base + '/preview', { signal, raw: true, cache: 'default' }).catch((err) => err),
+    request('GET', base + '/preview', { signal: whole.signal, raw: true, cache: 'default' }).catch((err) => err),
   ]);
-  if (!info) return null;
+  if (!info) { whole.abort(); return null; }
   let res = first;
   if (!(res instanceof Response) || (info.version && !(res.headers.get('ETag') || '').includes(info.version))) {
-    res = await request('GET', versioned(base + '/preview', info), { signal, raw: true, cache: 'default' });
+    res = await request('GET', versioned(base + '/preview', info), { signal: whole.signal, raw: true, cache: 'default' });
   }
-  const url = URL.createObjectURL(await res.blob());
+  const arrived = res.blob();
+  let later = null;
+  if (!info.ready && info.state !== 'failed') {
+    arrived.catch(() => {}); // stopped when the tiles win
+    later = whenTiled(c, g, signal).catch(() => null);
+    const tiled = await Promise.race([arrived.then(() => null), later]);
+    if (tiled) { whole.abort(); return tiled; }
+  }
+  const url = URL.createObjectURL(await arrived);
   return {
-    url, ownUrl: true, width: info.width, height: info.height, info,
+    url, ownUrl: true, width: info.width, height: info.height, info, later,
     corners: cornersOf(info.corners), coordinates: info.corners,
     tiles: info.ready ? {
       levels: info.levels, tileSize: info.tile_size, previewLevel: info.preview.level,

@@ -88,6 +88,7 @@ export class GardenMap {
     this.el.dataset.tileLevel = st.level === null ? '' : String(st.level);
     this.el.dataset.tilesWanted = String(st.wanted);
     this.el.dataset.tilesLoaded = String(st.loaded);
+    this.el.dataset.tiled = this.tileLayer ? 'yes' : 'no';
   }
 
   // setBeds: [{id, lat, lon, label, title, cls}]; setPlants: [{key, bed, lat, lon, cls, plant}].
