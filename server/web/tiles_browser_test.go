@@ -56,6 +56,10 @@ func TestWebAppTiles(t *testing.T) {
 			t.Errorf("the home page fetched the whole picture: %s", u)
 		}
 	}
+	// The issue's budget: 500 KiB of pictures for a home page of 10 gardens.
+	if got, _ := p.received(func(u string) bool { return strings.Contains(u, "/image") }); got > 50<<10 {
+		t.Errorf("the home page fetched %.0f KiB of pictures for one garden", got/1024)
+	}
 
 	p.open("#/c/1/g/1")
 	p.waitFor("the garden drawn", `document.querySelector('main').dataset.drawn && document.querySelector('.map').dataset.image === 'shown'`)
@@ -175,7 +179,9 @@ func TestWebAppTilesBeatTheWholePicture(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	close(release) // the tiles are built while the whole picture is on its way
+	released := time.Now()
 	p.waitFor("the picture shown", `window.__first !== null`)
+	t.Logf("the picture shown %v after its tiles were let build", time.Since(released).Round(10*time.Millisecond))
 	var first string
 	p.eval(`window.__first`, &first)
 	if first != "yes" {
