@@ -2,12 +2,12 @@
 
 package web
 
-const assetsVersion = "8ced6c09adf85fe6"
+const assetsVersion = "afccb41ffed7fbaa"
 
 var assetTable = []packedFile{
 	{name: "app.css", size: 17252, gzipSize: 4430, sum: "ee265b1827b4114c21b520d4"},
 	{name: "icon.svg", size: 304, gzipSize: 232, sum: "ed1a766721100dcc5e2663c3"},
-	{name: "js/admin.js", size: 10765, gzipSize: 3692, sum: "14bb9e4f3dc34c7aa821135b"},
+	{name: "js/admin.js", size: 11066, gzipSize: 3809, sum: "54747d4d5bdb43f99611b14b"},
 	{name: "js/api.js", size: 4996, gzipSize: 1975, sum: "ff1e3d54350af52121ed18e2"},
 	{name: "js/auth.js", size: 6763, gzipSize: 2048, sum: "5ce6a7268630c9b8cfb79b8e"},
 	{name: "js/company.js", size: 2171, gzipSize: 972, sum: "8a85fe2736f3394747b503f3"},

@@ -45,9 +45,16 @@ export async function gardenAdmin(main, [c, g], signal) {
   return () => cleanup.forEach((f) => f());
 }
 
+// unraced is a picture as gardenImage gives it, for a page that places it rather than
+// zooms into it: the tiled version that may come later is not wanted here.
+function unraced(img) {
+  img?.later?.then((tiled) => { if (tiled) URL.revokeObjectURL(tiled.url); });
+  return img;
+}
+
 async function picturePanel(c, g, base, hasImage, signal, cleanup) {
   let current = null;
-  if (hasImage) current = await gardenImage(c, g, signal);
+  if (hasImage) current = unraced(await gardenImage(c, g, signal));
   const map = new GardenMap({ label: 'Picture placement preview', describe: () => h('span') });
   cleanup.push(() => map.destroy());
   cleanup.push(() => current && URL.revokeObjectURL(current.url));
@@ -127,7 +134,7 @@ async function picturePanel(c, g, base, hasImage, signal, cleanup) {
       const coordinates = cornerNames.map(([n]) => ({ name: n, latitude: corners[n].lat, longitude: corners[n].lon }));
       await post(base + '/image', { image: dataURL, coordinates });
       if (current) URL.revokeObjectURL(current.url);
-      current = await gardenImage(c, g, signal);
+      current = unraced(await gardenImage(c, g, signal));
       if (chosen) URL.revokeObjectURL(chosen.url);
       chosen = null;
       file.value = '';
