@@ -149,6 +149,23 @@ func BenchmarkTilesLargePicture(b *testing.B) {
 	}
 }
 
+// BenchmarkTilesWidestPicture: a picture as wide as an upload may be (65,535
+// pixels), with little grain (an attacker's 3 MB PNG): memory goes with the width,
+// not the height, so 300 rows reach the peak. The widest levels' bands go to scratch
+// files beyond 32 MiB.
+//
+//	go test ./server -run '^$' -bench TilesWidestPicture -benchtime 1x
+func BenchmarkTilesWidestPicture(b *testing.B) {
+	path, size := writeField(b, b.TempDir(), 65535, 300, 64, 0, 9)
+	for b.Loop() {
+		took, growth, pack := tilePicture(b, path, 0)
+		b.ReportMetric(took.Seconds(), "s-to-pyramid")
+		b.ReportMetric(float64(growth)/mib, "MiB-peak-heap-growth")
+		b.ReportMetric(float64(pack)/1e6, "MB-pack")
+		b.ReportMetric(float64(size)/1e6, "MB-picture")
+	}
+}
+
 // TestTilesMemoryBounded is the benchmark's always-on check, on a 3,200 × 2,400
 // picture: its pyramid is built with a heap growth well below the 31 MB its pixels
 // take decoded (a band of 256 rows per level, the 1600-pixel preview, a few tiles in
