@@ -294,6 +294,12 @@ func (s *Server) handleImageTile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound(detail))
 		return
 	}
+	// A tile of another picture drawn where the page placed the old one's would be
+	// garbage: a page opened before a new upload keeps its preview instead.
+	if v := r.URL.Query().Get("v"); v != "" && v != py.Version() {
+		s.writeError(w, r, notFound(fmt.Sprintf("no tile %d/%d/%d of the version this URL names: the picture has changed; …/image/info names the current one", z, x, y)))
+		return
+	}
 	s.serveBlob(w, r, py, b, fmt.Sprintf("%d.%d.%d", z, x, y))
 }
 

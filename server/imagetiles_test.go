@@ -139,6 +139,9 @@ func TestImageTiles(t *testing.T) {
 		{"?v=0123-1", "private, no-cache"}, // an older picture's URL: today's bytes, not for keeps
 	} {
 		for _, part := range []string{"/thumb", "/preview", "/tiles/0/0/0"} {
+			if part == "/tiles/0/0/0" && strings.HasPrefix(tc.query, "?v=0123") {
+				continue // below
+			}
 			res := w.ts.must(http.StatusOK, "GET", w.path+part+tc.query, w.reader, nil)
 			if got := res.header.Get("Cache-Control"); got != tc.cache {
 				t.Errorf("%s%s: Cache-Control %q, want %q", part, tc.query, got, tc.cache)
@@ -148,6 +151,11 @@ func TestImageTiles(t *testing.T) {
 				t.Errorf("%s with If-None-Match: %d", part, res304.code)
 			}
 		}
+	}
+	// A tile under an older picture's version: not today's tile in the old one's place.
+	res = w.ts.must(http.StatusNotFound, "GET", w.path+"/tiles/0/0/0?v=0123-1", w.reader, nil)
+	if detail, _ := res.problem(t); detail != "no tile 0/0/0 of the version this URL names: the picture has changed; …/image/info names the current one" {
+		t.Fatalf("stale tile: %q", detail)
 	}
 	thumb := w.ts.must(http.StatusOK, "GET", w.path+"/thumb", w.reader, nil)
 	if img, _, err := image.Decode(bytes.NewReader(thumb.body)); err != nil || img.Bounds().Dx() != 320 {
