@@ -2,7 +2,7 @@
 
 package web
 
-const assetsVersion = "afccb41ffed7fbaa"
+const assetsVersion = "107e76b310d3e11c"
 
 var assetTable = []packedFile{
 	{name: "app.css", size: 17252, gzipSize: 4430, sum: "ee265b1827b4114c21b520d4"},
@@ -17,7 +17,7 @@ var assetTable = []packedFile{
 	{name: "js/geo.js", size: 2074, gzipSize: 965, sum: "3001268f4f1d5fa93200ff3b"},
 	{name: "js/health.js", size: 4812, gzipSize: 1894, sum: "24259f928fb3f9f1b8dd5fd3"},
 	{name: "js/home.js", size: 3995, gzipSize: 1573, sum: "34b49ee922be8e4b5408850a"},
-	{name: "js/images.js", size: 5359, gzipSize: 2050, sum: "3b0dc83d50542e54967d03dd"},
+	{name: "js/images.js", size: 5475, gzipSize: 2091, sum: "56111f7103ae73c43475c65f"},
 	{name: "js/logbook.js", size: 11487, gzipSize: 4097, sum: "fbe45697b3bce208f85aed21"},
 	{name: "js/main.js", size: 3937, gzipSize: 1517, sum: "69fb0021d0b9ed03e4cd1f5b"},
 	{name: "js/map.js", size: 14984, gzipSize: 4618, sum: "4062dc9763cd1e1478a5ef31"},

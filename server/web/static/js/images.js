@@ -39,6 +39,7 @@ const versioned = (path, info) => (info.version ? `${path}?v=${encodeURIComponen
 export async function gardenImage(c, g, signal) {
   const base = picture(c, g);
   const whole = new AbortController(); // the preview's download, stopped if the tiles win
+  if (signal?.aborted) whole.abort();
   signal?.addEventListener('abort', () => whole.abort(), { once: true });
   const [info, first] = await Promise.all([
     pictureInfo(c, g, signal),
@@ -54,7 +55,8 @@ export async function gardenImage(c, g, signal) {
   if (!info.ready && info.state !== 'failed') {
     arrived.catch(() => {}); // stopped when the tiles win
     later = whenTiled(c, g, signal).catch(() => null);
-    const tiled = await Promise.race([arrived.then(() => null), later]);
+    // A whole download that fails leaves the tiles to wait for.
+    const tiled = await Promise.race([arrived.then(() => null, () => later), later]);
     if (tiled) { whole.abort(); return tiled; }
   }
   const url = URL.createObjectURL(await arrived);
