@@ -45,10 +45,21 @@ var emulateNetworkConditions = cdp.Command[netConditions, cdp.Empty]{Method: "Ne
 // throttle turns the slow link on (or off) and empties the browser's cache.
 func (p *page) throttle(on bool) {
 	p.t.Helper()
-	c := netConditions{Latency: slowLatency, DownloadThroughput: slowThroughput, UploadThroughput: slowThroughput}
-	if !on {
-		c = netConditions{DownloadThroughput: -1, UploadThroughput: -1}
+	if on {
+		p.throttleAt(slowThroughput)
+		return
 	}
+	p.setConditions(netConditions{DownloadThroughput: -1, UploadThroughput: -1})
+}
+
+// throttleAt makes the link slowLatency and bytesPerSecond.
+func (p *page) throttleAt(bytesPerSecond float64) {
+	p.t.Helper()
+	p.setConditions(netConditions{Latency: slowLatency, DownloadThroughput: bytesPerSecond, UploadThroughput: bytesPerSecond})
+}
+
+func (p *page) setConditions(c netConditions) {
+	p.t.Helper()
 	p.do("network conditions", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		_, err := cdp.Call(ctx, t, emulateNetworkConditions, c)
 		return err
