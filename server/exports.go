@@ -45,7 +45,7 @@ func (s *Server) handleExport(f export.File) http.HandlerFunc {
 			return
 		}
 		s.releaseSlot(r)
-		if err := f.Write(r.Context(), w, src); err != nil {
+		if err := f.Write(r.Context(), s.progressive(w), src); err != nil {
 			// The status is sent: cut the response, so that no client takes a
 			// truncated file for a whole one.
 			if r.Context().Err() == nil {

@@ -50,7 +50,7 @@ func (s *Server) observeMetrics(r *http.Request, ri *reqInfo, status int, d time
 
 // metricSources connects what is read at each scrape.
 func (s *Server) metricSources() metrics.Sources {
-	src := metrics.Sources{Hashing: s.pw.Queue, Capacity: s.capacityFigures, Readiness: s.readinessFigures}
+	src := metrics.Sources{Hashing: s.pw.Queue, Capacity: s.capacityFigures, Readiness: s.readinessFigures, Tiles: s.tiles.Counts}
 	if s.spatial != nil {
 		src.SpatialCache = func() (int64, int64) {
 			st := s.spatial.Stats()

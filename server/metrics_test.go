@@ -108,6 +108,7 @@ func TestMetrics(t *testing.T) {
 		{"gardend_pointcloud_queue_jobs", map[string]string{"state": "pending"}, eq(0)},
 		{"gardend_pointcloud_queue_jobs", map[string]string{"state": "failed"}, eq(0)},
 		{"gardend_pointcloud_downloads_in_progress", nil, eq(0)},
+		{"gardend_tile_queue_jobs", map[string]string{"state": "building"}, atLeast(0)},
 		{"gardend_password_hashes_in_progress", nil, eq(0)},
 		{"gardend_password_hash_queue", nil, eq(0)},
 		{"gardend_store_transaction_duration_seconds", map[string]string{"kind": "write"}, atLeast(3)},

@@ -252,7 +252,7 @@ func (s *Server) handleGetPhoto(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.releaseSlot(r) // the client paces the rest
-	if _, err := io.Copy(w, rc); err != nil {
+	if _, err := io.Copy(s.progressive(w), rc); err != nil {
 		s.log.Warn().Err(err).Str("request_id", requestID(r)).Uint64("photo_id", p.ID).Msg("photo download interrupted")
 		panic(http.ErrAbortHandler)
 	}

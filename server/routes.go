@@ -28,6 +28,7 @@ func (s *Server) allRoutes() []route {
 	rs = append(rs, s.gardenRoutes()...)
 	rs = append(rs, s.permissionRoutes()...)
 	rs = append(rs, s.imageRoutes()...)
+	rs = append(rs, s.imageTileRoutes()...)
 	rs = append(rs, s.bedRoutes()...)
 	rs = append(rs, s.backupRoutes()...)
 	rs = append(rs, s.webRoutes()...)

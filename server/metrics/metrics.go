@@ -45,6 +45,8 @@ type Sources struct {
 	Readiness func() []Check
 	// History: the background reader's lease and reads, and what was recorded.
 	History func() History
+	// Tiles: garden pictures queued for tiling, and being tiled now.
+	Tiles func() (queued, building int)
 }
 
 // History is what history's reader and recorder did since start.
@@ -405,6 +407,12 @@ func (m *Metrics) writeSources(e *expo) {
 			e.family("gardend_pointcloud_downloads_in_progress", "gauge", "Point clouds being downloaded or processed now.")
 			e.sample("gardend_pointcloud_downloads_in_progress", "", float64(inFlight))
 		}
+	}
+	if src.Tiles != nil {
+		queued, building := src.Tiles()
+		e.family("gardend_tile_queue_jobs", "gauge", "Garden pictures whose thumbnail, preview and tiles are being built, by state: building, queued.")
+		e.sample("gardend_tile_queue_jobs", "", float64(building), "state", "building")
+		e.sample("gardend_tile_queue_jobs", "", float64(queued), "state", "queued")
 	}
 }
 

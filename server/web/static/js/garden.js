@@ -3,7 +3,7 @@ import { h, clear, setTitle, problemBox, announce, fmt, legend } from './ui.js';
 import { aspect, aspectPicker, onAspect, levelFor, levelClass, healthCell, harvestText, harvestCell, harvestWeeks, bedLabel, aspects } from './health.js';
 import { sortableTable } from './table.js';
 import { GardenMap } from './map.js';
-import { gardenImage } from './images.js';
+import { gardenImage, whenTiled } from './images.js';
 import { mean } from './geo.js';
 import { panels, loadLayout, saveLayout } from './widgets.js';
 import { attention } from './alerts.js';
@@ -32,6 +32,9 @@ const plantCell = (species, variety) => h('span', {}, fmt.text(species), variety
 // cloud is still downloading are fetched again until they land.
 export async function garden(main, [c, g, bedParam], signal) {
   const base = paths.garden(c, g);
+  // The picture is the largest download: it starts first.
+  const picture = gardenImage(c, g, signal);
+  picture.catch(() => {}); // handled below, once the page is laid out
   const [gd, co, role, layout] = await Promise.all([
     get(base, { signal }), get(paths.company(c), { signal }), get(base + '/role', { signal }), loadLayout(signal)]);
   setTitle(gd.name, co.name);
@@ -113,13 +116,18 @@ export async function garden(main, [c, g, bedParam], signal) {
   });
   updateLegend();
 
-  // The picture.
-  (gd.image_path ? gardenImage(c, g, signal) : Promise.resolve(null)).then((img) => {
-    if (signal.aborted) return;
+  // The picture: its preview at once (the whole picture while its tiles are being
+  // built, then the preview and tiles).
+  const showPicture = (img) => {
+    if (signal.aborted) { if (img) URL.revokeObjectURL(img.url); return; }
     if (img) map.setImage({ ...img, corners: { ...img.corners } });
     else mapNote.replaceChildren(h('p', { class: 'hint' }, 'This garden has no picture yet. ', admin ? h('a', { href: `#/c/${c}/g/${g}/admin` }, 'Upload one') : 'An admin can upload one.'));
     map.el.dataset.image = img ? 'shown' : 'none';
-  }, (err) => { if (!signal.aborted) mapNote.replaceChildren(problemBox(err, 'The garden picture')); });
+    performance.mark('gardend:picture-shown');
+    if (img && !img.tiles && img.info.state !== 'failed') (img.later || whenTiled(c, g, signal)).then((tiled) => { if (tiled) showPicture(tiled); }, () => {});
+  };
+  picture.then(showPicture,
+    (err) => { if (!signal.aborted) mapNote.replaceChildren(problemBox(err, 'The garden picture')); });
 
   // The beds stream, and each bed's plants as soon as its line is in.
   const started = performance.now();

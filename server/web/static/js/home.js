@@ -1,6 +1,6 @@
 import { get, post, paths } from './api.js';
 import { h, form, setTitle, problemBox } from './ui.js';
-import { gardenImage } from './images.js';
+import { thumbnail } from './images.js';
 import { go } from './main.js';
 import { attention, gardenAdmin } from './alerts.js';
 
@@ -70,9 +70,12 @@ export async function home(main, _params, signal) {
 
 async function loadThumb(el, signal) {
   try {
-    const img = await gardenImage(el.dataset.c, el.dataset.g, signal);
+    const img = await thumbnail(el.dataset.c, el.dataset.g, signal);
     if (!img) { el.replaceChildren(h('span', { class: 'hint' }, 'No picture yet')); return; }
-    el.replaceChildren(h('img', { src: img.url, alt: '', width: img.width, height: img.height }));
+    const tag = h('img', { src: img.url, alt: '', width: img.width, height: img.height });
+    // Decoded, the blob is not needed any more.
+    tag.addEventListener('load', () => URL.revokeObjectURL(img.url), { once: true });
+    el.replaceChildren(tag);
   } catch (err) {
     if (err.name !== 'AbortError') el.replaceChildren(problemBox(err));
   }
