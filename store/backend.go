@@ -191,6 +191,7 @@ type Backend interface {
 	Archiver
 	Importer
 	LogStore
+	ListPager
 }
 
 // Importer brings another system's records in (store/importplan.go; the PlantMap

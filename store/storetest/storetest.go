@@ -45,6 +45,7 @@ func Run(t *testing.T, h Harness) {
 		{"Stats", testStats},
 		{"CreateCompany", testCreateCompany},
 		{"GardenVisibility", testGardenVisibility},
+		{"ListPages", testListPages},
 		{"Access", testAccess},
 		{"DeleteCompanyCascade", testDeleteCompanyCascade},
 		{"DeleteGarden", testDeleteGarden},
