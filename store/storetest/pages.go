@@ -66,9 +66,13 @@ func testListPages(t *testing.T, h Harness) {
 			func() ([]store.Garden, error) { return st.GardensVisibleTo(bob.ID) }},
 		"GardensOfCompany": {func(p store.Page) ([]store.Garden, error) { return st.GardensOfCompanyPage(c2, p) },
 			func() ([]store.Garden, error) { return st.GardensOfCompany(c2) }},
-		"CompanyGardensVisibleTo(member)": {func(p store.Page) ([]store.Garden, error) { return st.CompanyGardensVisibleToPage(companies[1].ID, bob.ID, p) },
+		"CompanyGardensVisibleTo(member)": {func(p store.Page) ([]store.Garden, error) {
+			return st.CompanyGardensVisibleToPage(companies[1].ID, bob.ID, p)
+		},
 			func() ([]store.Garden, error) { return st.CompanyGardensVisibleTo(companies[1].ID, bob.ID) }},
-		"CompanyGardensVisibleTo(garden member)": {func(p store.Page) ([]store.Garden, error) { return st.CompanyGardensVisibleToPage(companies[4].ID, bob.ID, p) },
+		"CompanyGardensVisibleTo(garden member)": {func(p store.Page) ([]store.Garden, error) {
+			return st.CompanyGardensVisibleToPage(companies[4].ID, bob.ID, p)
+		},
 			func() ([]store.Garden, error) { return st.CompanyGardensVisibleTo(companies[4].ID, bob.ID) }},
 	}
 	for name, l := range gardenLists {
