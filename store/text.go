@@ -216,3 +216,8 @@ func repairImport(in Import) (Import, []ImportProblem) {
 	}
 	return in, problems
 }
+
+// TextProblem is textProblem for callers outside the package that must say what is
+// wrong with text before it reaches a store in a form that would hide it (JSON
+// encoding turns invalid UTF-8 into U+FFFD).
+func TextProblem(v string) string { return textProblem(v) }
