@@ -187,7 +187,7 @@ func (s *Server) capacityFigures() metrics.Capacity {
 		ConnectionsLimit: s.cfg.MaxConns,
 	}
 	if lim := s.conns.Load(); lim != nil {
-		c.Connections, _ = lim.saturated()
+		c.Connections, _, _ = lim.saturated()
 	}
 	return c
 }
