@@ -112,7 +112,7 @@ func (s *pageCountingStore) GardenPermissionsPage(id uint64, p store.Page) ([]st
 }
 
 // TestListsReadInPages: every list whose length follows the stored data is read from
-// the store a page at a time and answered whole, the same array as the store's whole
+// the store a page at a time (the gardens GET /tasks looks in too) and answered whole, the same array as the store's whole
 // list, for a member and for a site admin (issue 15, D1: a user who sees 45,000
 // companies made GET /companies hold all of them, several times over, per request).
 func TestListsReadInPages(t *testing.T) {
@@ -178,6 +178,11 @@ func TestListsReadInPages(t *testing.T) {
 		{companyPath(first.ID) + "/gardens", "root", func() (any, error) { return st.GardensOfCompany(first.ID) }},
 		{companyPath(first.ID) + "/permissions", "member", func() (any, error) { return st.CompanyPermissions(first.ID) }},
 		{gardenPath(first.ID, garden.ID) + "/permissions", "member", func() (any, error) { return st.GardenPermissions(garden.ID) }},
+		// The tasks answer is bounded (store.MaxTasks); the gardens it looks in are not.
+		{"/tasks", "member", func() (any, error) {
+			tasks, err := st.PendingTasks(member.ID, nil)
+			return map[string][]store.Log{"tasks": tasks}, err
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(strings.TrimPrefix(tc.path, "/")+"/"+tc.user, func(t *testing.T) {
@@ -196,7 +201,7 @@ func TestListsReadInPages(t *testing.T) {
 				t.Fatalf("GET %s: %d %.300s\nwant %.300s", tc.path, res.StatusCode, got, want)
 			}
 			var items []json.RawMessage
-			if err := json.Unmarshal(got, &items); err != nil || len(items) < n {
+			if err := json.Unmarshal(got, &items); tc.path != "/tasks" && (err != nil || len(items) < n) {
 				t.Fatalf("GET %s: %d items, %v; want at least %d", tc.path, len(items), err, n)
 			}
 			counting.mu.Lock()
