@@ -11,8 +11,8 @@ type Page struct {
 
 // ListPageSize is the page size of the lists the server streams: a page of the
 // largest records (a garden of 200-character names and a 100-character image path) is
-// about 250 KiB in memory.
-const ListPageSize = 500
+// about 100 KiB in memory.
+const ListPageSize = 200
 
 // Full reports whether a page of n records may have more after it.
 func (p Page) Full(n int) bool { return p.Limit > 0 && n >= p.Limit }
