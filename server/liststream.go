@@ -21,9 +21,9 @@ import (
 const listChunk = 32 << 10
 
 // writeList answers the list that page reads, by ascending id (id of each record).
-// An error of the first page is answered as usual; one of a later page, when the
-// status is sent, cuts the response so that no client takes part of a list for the
-// whole of it.
+// An error of a page before anything was sent is answered as usual; one after, when
+// the status is sent, cuts the response so that no client takes part of a list for
+// the whole of it.
 func writeList[T any](s *Server, w http.ResponseWriter, r *http.Request, page func(store.Page) ([]T, error), id func(T) uint64) {
 	p := store.Page{Limit: s.cfg.listPageSize()}
 	items, err := page(p)
@@ -35,8 +35,16 @@ func writeList[T any](s *Server, w http.ResponseWriter, r *http.Request, page fu
 		s.writeJSON(w, r, http.StatusOK, items)
 		return
 	}
-	w.Header()["Content-Type"] = headerJSON
-	w.WriteHeader(http.StatusOK)
+	sent := false
+	send := func(buf []byte) error {
+		if !sent {
+			sent = true
+			w.Header()["Content-Type"] = headerJSON
+			w.WriteHeader(http.StatusOK)
+		}
+		_, err := w.Write(buf)
+		return err
+	}
 	buf := make([]byte, 1, listChunk+4<<10)
 	buf[0] = '['
 	first := true
@@ -47,10 +55,11 @@ func writeList[T any](s *Server, w http.ResponseWriter, r *http.Request, page fu
 			}
 			first = false
 			if buf, err = appendJSON(buf, item); err != nil {
-				s.abortList(r, err)
+				s.failList(w, r, sent, err)
+				return
 			}
 			if len(buf) >= listChunk {
-				if _, err := w.Write(buf); err != nil {
+				if send(buf) != nil {
 					return // the client is gone or too slow: nothing left to tell it
 				}
 				buf = buf[:0]
@@ -61,11 +70,12 @@ func writeList[T any](s *Server, w http.ResponseWriter, r *http.Request, page fu
 		}
 		p.After = id(items[len(items)-1])
 		if items, err = page(p); err != nil {
-			s.abortList(r, err)
+			s.failList(w, r, sent, err)
+			return
 		}
 	}
 	buf = append(buf, ']')
-	_, _ = w.Write(buf) // a client gone: nothing left to tell it
+	_ = send(buf) // a client gone: nothing left to tell it
 }
 
 // appendJSON appends v's JSON encoding to buf.
@@ -74,8 +84,13 @@ func appendJSON(buf []byte, v any) ([]byte, error) {
 	return append(buf, data...), err
 }
 
-// abortList ends a list whose status is sent after err, logged with the request id.
-func (s *Server) abortList(r *http.Request, err error) {
+// failList answers err, or, when the status is sent, logs it with the request id and
+// cuts the response.
+func (s *Server) failList(w http.ResponseWriter, r *http.Request, sent bool, err error) {
+	if !sent {
+		s.writeError(w, r, err)
+		return
+	}
 	s.log.Error().Err(err).Str("request_id", requestID(r)).Msg("list failed mid-stream; aborting the response")
 	panic(http.ErrAbortHandler)
 }

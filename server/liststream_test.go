@@ -212,3 +212,62 @@ func TestListsReadInPages(t *testing.T) {
 		})
 	}
 }
+
+// failingAfterStore fails every page of a user's companies after the first.
+type failingAfterStore struct{ store.Backend }
+
+func (s failingAfterStore) CompaniesOfUserPage(id uint64, p store.Page) ([]store.Company, error) {
+	if p.After > 0 {
+		return nil, store.ErrUnavailable
+	}
+	return s.Backend.CompaniesOfUserPage(id, p)
+}
+
+// TestListLaterPageFails: when a page after the first fails before anything was
+// sent, the answer is the usual 503; after, the response is cut, so that no client
+// takes part of the list for all of it.
+func TestListLaterPageFails(t *testing.T) {
+	for _, tc := range []struct {
+		companies, pageSize int
+		cut                 bool
+	}{
+		{9, 4, false},    // a page of short names: nothing sent before the failure
+		{400, 300, true}, // a page of 300 long names: 36 KiB sent before it
+	} {
+		dir := t.TempDir()
+		st, err := bolt.Open(filepath.Join(dir, bolt.FileName), bolt.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := st.CreateUser(store.NewUser{Username: "member", FirstName: "F", LastName: "L", PasswordHash: "!"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		token := strings.Repeat("cd", store.TokenSize)
+		if err := st.CreateToken(u.ID, store.TokenDigest(token), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range tc.companies {
+			if _, err := st.CreateCompany(u.ID, fmt.Sprintf("%s %d", strings.Repeat("n", 110), i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g := startGardend(t, server.Config{DataDir: dir, Store: failingAfterStore{st}, ListPageSize: tc.pageSize})
+		req, _ := http.NewRequestWithContext(context.Background(), "GET", g.base+"/companies", nil)
+		req.Header.Set("Authorization", "Token "+token)
+		req.Header.Set("Accept-Encoding", "identity") // gzip would send little of the names
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		var list []store.Company
+		switch {
+		case !tc.cut && res.StatusCode != http.StatusServiceUnavailable:
+			t.Errorf("%d companies in pages of %d, the second failing: %d %.200s; want 503", tc.companies, tc.pageSize, res.StatusCode, body)
+		case tc.cut && (err == nil || json.Unmarshal(body, &list) == nil):
+			t.Errorf("%d companies in pages of %d, the second failing: %d, %d bytes, %v; want a cut answer", tc.companies, tc.pageSize, res.StatusCode, len(body), err)
+		}
+	}
+}
