@@ -496,3 +496,13 @@ func FilterTerms(f LogFilter) []string {
 
 // MaxTasks bounds the answer of PendingTasks.
 const MaxTasks = 1000
+
+// MaxLogsText bounds the text (titles and notes, LogText) of a page of ListLogs and
+// of the answer of PendingTasks: a page ends early (with its Next cursor) once its
+// text reaches it, and the tasks answer stops there, so that one answer holds at
+// most this and one log more of text whatever the notes (200 logs of 20,000
+// four-byte characters were 16 MB a page, 1000 tasks 80 MB).
+const MaxLogsText = 1 << 20
+
+// LogText is what l's text counts against MaxLogsText.
+func LogText(l Log) int { return len(l.Title) + len(l.Notes) }

@@ -423,7 +423,7 @@ func (s *Store) ListLogs(gardenID uint64, f store.LogFilter) (store.LogPage, err
 		}
 		j := newJoin(tx.Bucket(bucketLogIndex), gardenID, terms, f)
 		users := map[uint64]string{}
-		for len(page.Logs) < limit {
+		for text := 0; len(page.Logs) < limit && text < store.MaxLogsText; {
 			id, ok := j.next()
 			if !ok {
 				return nil
@@ -437,6 +437,7 @@ func (s *Store) ListLogs(gardenID uint64, f store.LogFilter) (store.LogPage, err
 				return err
 			}
 			page.Logs = append(page.Logs, l)
+			text += store.LogText(l)
 		}
 		// One more match means one more page.
 		if _, more := j.next(); more {
@@ -532,7 +533,8 @@ func (s *Store) PendingTasks(assigneeID uint64, visible map[uint64]bool) ([]stor
 		users := map[uint64]string{}
 		c := tx.Bucket(bucketTasks).Cursor()
 		prefix := itob(assigneeID)
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(out) < store.MaxTasks; k, v = c.Next() {
+		text := 0
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(out) < store.MaxTasks && text < store.MaxLogsText; k, v = c.Next() {
 			if visible != nil && !visible[btoi(v)] {
 				continue
 			}
@@ -545,6 +547,7 @@ func (s *Store) PendingTasks(assigneeID uint64, visible map[uint64]bool) ([]stor
 				return err
 			}
 			out = append(out, l)
+			text += store.LogText(l)
 		}
 		return nil
 	})

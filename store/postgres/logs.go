@@ -383,13 +383,12 @@ func (s *Store) ListLogs(gardenID uint64, f store.LogFilter) (store.LogPage, err
 		if err != nil {
 			return err
 		}
-		logs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Log, error) { return scanLog(r) })
+		logs, more, err := collectLogs(rows, limit)
 		if err != nil {
 			return err
 		}
-		if len(logs) > limit {
-			logs = logs[:limit]
-			last := logs[limit-1]
+		if more {
+			last := logs[len(logs)-1]
 			page.Next = &store.LogCursor{At: last.At, ID: last.ID}
 		}
 		if logs != nil {
@@ -398,6 +397,27 @@ func (s *Store) ListLogs(gardenID uint64, f store.LogFilter) (store.LogPage, err
 		return nil
 	})
 	return page, err
+}
+
+// collectLogs reads at most limit logs of rows, fewer once their text reaches
+// store.MaxLogsText, and reports whether a row was left unread (more).
+func collectLogs(rows pgx.Rows, limit int) (logs []store.Log, more bool, err error) {
+	defer rows.Close()
+	text := 0
+	for rows.Next() {
+		if len(logs) >= limit || text >= store.MaxLogsText {
+			more = true
+			break
+		}
+		l, err := scanLog(rows)
+		if err != nil {
+			return nil, false, err
+		}
+		logs = append(logs, l)
+		text += store.LogText(l)
+	}
+	rows.Close()
+	return logs, more, rows.Err()
 }
 
 // PendingTasks returns the pending tasks assigned to the user (store.LogStore).
@@ -420,7 +440,7 @@ func (s *Store) PendingTasks(assigneeID uint64, visible map[uint64]bool) ([]stor
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Log, error) { return scanLog(r) })
+		out, _, err = collectLogs(rows, store.MaxTasks)
 		return err
 	})
 	if out == nil && err == nil {

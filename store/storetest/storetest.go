@@ -97,6 +97,7 @@ func Run(t *testing.T, h Harness) {
 		{"LogsList", testLogsList},
 		{"LogsListMatchesModel", testLogsListMatchesModel},
 		{"PendingTasks", testPendingTasks},
+		{"LogsTextBudget", testLogsTextBudget},
 		{"LogPhotos", testLogPhotos},
 		{"LogClientKeys", testLogClientKeys},
 		{"LogClientKeysTogether", testLogClientKeysTogether},
