@@ -76,6 +76,10 @@ type Config struct {
 	// MaxCompressors bounds the answers gzip-compressed at once (compress.go); 0 takes
 	// two per core.
 	MaxCompressors int
+	// ListPageSize is how many records of a long list (companies, gardens,
+	// permissions) are read from the store at a time (liststream.go); 0 takes
+	// store.ListPageSize. Tests lower it.
+	ListPageSize int
 	// HashingProcs gives hashes Ps of their own while they run (hashing.go): for the
 	// process that serves (gardend serve); tests leave GOMAXPROCS alone.
 	HashingProcs bool

@@ -194,6 +194,7 @@ type Backend interface {
 	HistoryStore
 	AlertStore
 	LeaseStore
+	ListPager
 }
 
 // Importer brings another system's records in (store/importplan.go; the PlantMap

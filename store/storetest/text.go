@@ -14,14 +14,19 @@ import (
 )
 
 // badText are values no store keeps: U+0000 (PostgreSQL cannot), other control
-// characters, invalid UTF-8.
+// characters, invisible format characters (bidi controls, zero-width spaces), invalid
+// UTF-8.
 var badText = map[string]string{
-	"NUL":          "a\x00b",
-	"escape":       "red\x1b[31m",
-	"line break":   "two\nlines",
-	"DEL":          "x\x7f",
-	"C1 control":   "next\u0085line",
-	"invalid UTF8": "bad\xffbyte",
+	"bidi override":    "invoice\u202Egpj.exe",
+	"bidi isolate":     "\u2067admin\u2069",
+	"zero-width space": "ann\u200B",
+	"byte order mark":  "\uFEFFFarm",
+	"NUL":              "a\x00b",
+	"escape":           "red\x1b[31m",
+	"line break":       "two\nlines",
+	"DEL":              "x\x7f",
+	"C1 control":       "next\u0085line",
+	"invalid UTF8":     "bad\xffbyte",
 }
 
 // wantInvalidField fails unless err is ErrInvalid naming field.
