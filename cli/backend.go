@@ -45,6 +45,9 @@ func adminStream[Resp any](ctx context.Context, g *globalOptions, op server.Admi
 	if err := checkIdle(g); err != nil {
 		return err
 	}
+	if err := checkOpUTF8(op); err != nil {
+		return err
+	}
 	body, err := json.Marshal(op)
 	if err != nil {
 		return err
@@ -90,6 +93,9 @@ func adminStream[Resp any](ctx context.Context, g *globalOptions, op server.Admi
 func adminDownload(ctx context.Context, g *globalOptions, op server.AdminDownload, w io.Writer) (err error) {
 	dataDir := g.dataDir
 	if err := checkIdle(g); err != nil {
+		return err
+	}
+	if err := checkOpUTF8(op); err != nil {
 		return err
 	}
 	body, err := json.Marshal(op)

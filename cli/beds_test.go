@@ -77,6 +77,15 @@ func exercise(t *testing.T, dir string) {
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("removing a removed bed: %v", err)
 	}
+	// A name that is not UTF-8 is the same error whether serve runs or not (through
+	// the socket it became U+FFFD and was stored).
+	cmd = cli.NewRootCommand()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--data", dir, "beds", "add", "--garden", "1", "--uuid", "3fa85f64-5717-4562-b3fc-2c963f66afa6", "--name", "\xff"})
+	if err := cmd.Execute(); err == nil || err.Error() != "name: name must be UTF-8 text (invalid byte 0xFF at character 1)" {
+		t.Errorf("beds add --name $'\\xff': %v", err)
+	}
 }
 
 func TestBedsAndInspectWithoutServer(t *testing.T) {

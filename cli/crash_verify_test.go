@@ -5,6 +5,7 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gardend/gardend/imagestore"
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/tiles"
 	"github.com/gardend/gardend/store"
 )
 
@@ -56,6 +58,22 @@ func (l *crashLedger) verify(round int, base string) {
 	for p := range paths {
 		if _, err := os.Stat(filepath.Join(l.dir, filepath.FromSlash(p))); err != nil {
 			l.t.Errorf("a garden refers to %s: %v", p, err)
+		}
+	}
+	// Tiles of pictures gone (replaced or deleted before a kill) went with the start's
+	// sweep. (Temporary files may be builds the restarted server runs already.)
+	entries, err := os.ReadDir(filepath.Join(l.dir, tiles.DirName))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		l.t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".tmp-") {
+			continue
+		}
+		picture := server.ImageDirName + "/" + strings.TrimSuffix(name, filepath.Ext(name)) + ".png"
+		if !paths[picture] {
+			l.t.Errorf("%s/%s survived the restart's sweep but no garden shows %s", tiles.DirName, name, picture)
 		}
 	}
 }

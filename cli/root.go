@@ -4,8 +4,6 @@ package cli
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -40,19 +38,24 @@ or in a TOML config file (--config FILE or GARDEND_CONFIG) with the flags' names
 (token-ttl = "2h"). A value is taken from the first of: the command line, the
 environment, the config file, the default. Other flags (restore --force, inspect
 --json, …) come from the command line only.`,
-		Version:       buildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: false,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			return applyConfig(cmd, g)
 		},
 	}
-	root.SetVersionTemplate("{{.Version}}\n")
-	// Flag descriptions wrap to the help's width (TestHelpLinesFit checks every line).
-	root.SetUsageTemplate(strings.NewReplacer(
-		".LocalFlags.FlagUsages ", ".LocalFlags.FlagUsagesWrapped "+strconv.Itoa(helpWidth)+" ",
-		".InheritedFlags.FlagUsages ", ".InheritedFlags.FlagUsagesWrapped "+strconv.Itoa(helpWidth)+" ",
-	).Replace(root.UsageTemplate()))
+	root.SetUsageFunc(writeUsage)
+	// gardend --version says what gardend version says. Not cobra's Version field: its
+	// output would need a template (see writeUsage) to say the same.
+	var showVersion bool
+	root.Flags().BoolVarP(&showVersion, "version", "v", false, "version for gardend")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if showVersion {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), buildInfo())
+			return err
+		}
+		return cmd.Help()
+	}
 	// cobra says what was wrong with a flag but not where to look.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		//nolint:staticcheck // ST1005: printed as is, a sentence in cobra's own words

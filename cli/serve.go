@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/server/tiles"
 	"github.com/gardend/gardend/store"
 )
 
@@ -27,6 +29,9 @@ type serveOptions struct {
 	corsOrigins     []string
 	maxBody         int64
 	maxImage        int64
+	maxImagePixels  int64
+	tilesMaxBytes   byteSize
+	tileWorkers     int
 	trustProxy      bool
 	shutdownTimeout time.Duration
 	demo            bool
@@ -40,6 +45,7 @@ type serveOptions struct {
 	field           fieldOptions
 	logbook         logbookOptions
 	sync            syncOptions
+	history         historyOptions
 }
 
 func newServeCommand(g *globalOptions) *cobra.Command {
@@ -65,6 +71,9 @@ commands reach the database through a Unix socket in the data directory.`,
 	f.StringSliceVar(&o.corsOrigins, "cors-origins", nil, "other browser origins allowed to call the API, comma-separated scheme://host[:port] (e.g. the original Vue client's), or * for any (default: same-origin only)")
 	f.Int64Var(&o.maxBody, "max-body", server.DefaultMaxBodyBytes, "maximum JSON request body in bytes")
 	f.Int64Var(&o.maxImage, "max-image", server.DefaultMaxImageBytes, "maximum image upload body in bytes")
+	f.Int64Var(&o.maxImagePixels, "max-image-pixels", server.DefaultMaxImagePixels, "most pixels an uploaded picture may have (400 beyond, from its header)")
+	f.Var(&o.tilesMaxBytes, "tiles-max-bytes", "most bytes of picture tiles kept under tiles/ (e.g. 2GiB); the least recently served pictures' are deleted beyond it and built again when asked for (0: no limit)")
+	f.IntVar(&o.tileWorkers, "tile-workers", 1, "pictures tiled at once in the background (each takes a core)")
 	f.BoolVar(&o.trustProxy, "trust-proxy", false, "trust X-Forwarded-Proto/Host (URLs) and X-Forwarded-For (client address) from a reverse proxy")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests on shutdown")
 	f.BoolVar(&o.demo, "demo", false, "run a demo spatial server in-process, seed a demo account, company, garden and beds, and print the credentials")
@@ -78,6 +87,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	o.field.addFlags(f)
 	o.logbook.addFlags(f)
 	o.sync.addFlags(f)
+	o.history.addFlags(f)
 	markConfig(f) // every serve flag is configuration (config.go)
 	return cmd
 }
@@ -99,6 +109,9 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	if err := o.sync.validate(); err != nil {
 		return err
 	}
+	if err := o.history.validate(); err != nil {
+		return err
+	}
 	if err := server.CheckCompatLineGap(o.compatLineGap); err != nil {
 		return err
 	}
@@ -107,6 +120,12 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	}
 	if err := server.CheckSpatialProjects(o.spatialProjects); err != nil {
 		return err
+	}
+	if o.maxImagePixels <= 0 {
+		return fmt.Errorf("--max-image-pixels %d: must be at least 1", o.maxImagePixels)
+	}
+	if o.tileWorkers <= 0 {
+		return errors.New("--tile-workers must be at least 1")
 	}
 	if o.maxBeds < 0 {
 		return fmt.Errorf("--max-beds-per-garden %d: use 0 (no limit) or more", o.maxBeds)
@@ -118,6 +137,8 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 		CORSOrigins:      o.corsOrigins,
 		MaxBodyBytes:     o.maxBody,
 		MaxImageBytes:    o.maxImage,
+		MaxImagePixels:   o.maxImagePixels,
+		Tiles:            tiles.Config{MaxBytes: int64(o.tilesMaxBytes), Workers: o.tileWorkers},
 		TrustProxy:       o.trustProxy,
 		ShutdownTimeout:  o.shutdownTimeout,
 		AdminSocket:      true,
@@ -136,6 +157,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	o.field.apply(&cfg)
 	o.logbook.apply(&cfg)
 	o.sync.apply(&cfg)
+	o.history.apply(&cfg)
 	limit, source, setLimit, err := memoryLimit(o.field.memoryLimit, cfg.MaxHashing)
 	if err != nil {
 		return err

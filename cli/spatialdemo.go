@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +21,7 @@ type spatialDemoOptions struct {
 	seed     int64
 	beds     int
 	plants   int
+	scan     time.Duration
 }
 
 func newSpatialDemoCommand() *cobra.Command {
@@ -43,6 +45,7 @@ the same uuids every time.`,
 	f.Int64Var(&o.seed, "seed", 1, "seed of the generated garden and of the failures")
 	f.IntVar(&o.beds, "beds", demo.DefaultBeds, "number of beds (projects)")
 	f.IntVar(&o.plants, "plants", demo.DefaultPlants, "plants per bed")
+	f.DurationVar(&o.scan, "demo-scan-interval", demo.DefaultScanInterval, "how often the simulated robot scans the garden, updating every plant's measurement in place (0: never, the generated values stay)")
 	return cmd
 }
 
@@ -54,6 +57,8 @@ func (o *spatialDemoOptions) run(cmd *cobra.Command, _ []string) error {
 		return errors.New("--beds and --plants must be at least 1")
 	case o.latency < 0:
 		return errors.New("--latency must not be negative")
+	case o.scan < 0:
+		return errors.New("--demo-scan-interval must not be negative")
 	}
 	ds := demo.Generate(demo.Options{Seed: o.seed, Beds: o.beds, Plants: o.plants})
 	srv := demo.NewServer(ds, demo.ServerOptions{Latency: o.latency, FailRate: o.failRate, Seed: o.seed})
@@ -70,6 +75,19 @@ func (o *spatialDemoOptions) run(cmd *cobra.Command, _ []string) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.scan > 0 {
+		sim := demo.NewSimulation(ds)
+		robot := make(chan struct{})
+		rctx, cancel := context.WithCancel(ctx)
+		go func() {
+			defer close(robot)
+			srv.RunRobot(rctx, sim, o.scan, time.Now)
+		}()
+		defer func() { cancel(); <-robot }()
+		if _, err := fmt.Fprintf(out, "a simulated robot scans the garden every %v\n", o.scan); err != nil {
+			return err
+		}
+	}
 	<-ctx.Done()
 	st := srv.Stats()
 	total := int64(0)

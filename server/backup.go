@@ -13,6 +13,7 @@ import (
 
 	"github.com/gardend/gardend/server/backup"
 	"github.com/gardend/gardend/server/pointcloud"
+	"github.com/gardend/gardend/server/tiles"
 	"github.com/gardend/gardend/store"
 )
 
@@ -61,7 +62,7 @@ const RecordsName = "records.jsonl"
 func (a *Admin) backupSource(ctx context.Context) backup.Source {
 	src := backup.Source{
 		DataDir:        a.dataDir,
-		Skip:           []string{AdminSocketName, SigningKeyFileName},
+		Skip:           []string{AdminSocketName, SigningKeyFileName, tiles.DirName}, // tiles: rebuilt from the images
 		GardendVersion: gardendVersion(),
 		Created:        a.store.Now(),
 	}

@@ -79,6 +79,7 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 			if s.keepsBedValues() {
 				kept = append(kept, bedValuesOf(b, v, res.Bed, coords, now))
 			}
+			s.recordRead(r, b, &res.Bed)
 		}
 		// One Write per line, so the stream never stops half-way through one.
 		line, err = appendJSONLine(line[:0], v)

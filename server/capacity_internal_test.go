@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -443,5 +444,33 @@ func BenchmarkBufferBody(b *testing.B) {
 		r := *req
 		r.Body = io.NopCloser(sr)
 		h.ServeHTTP(w, &r)
+	}
+}
+
+// TestEndedUploadKeepsItsSlot: an upload whose whole body has arrived keeps its
+// slot while it is processed (a photo waiting for the one decode), whatever its
+// pace: a newcomer at the cap is told the server is busy at once. Before, it was
+// preempted as "behind": that freed nothing (the newcomer got 503 a second later)
+// and cut its connection's reads, which cancels its request and lost the photo
+// its client had sent in full.
+func TestEndedUploadKeepsItsSlot(t *testing.T) {
+	u := newUploadSlots(1, 1<<10)
+	cut := false
+	first := &uploadHold{cut: func() { cut = true }}
+	if err := u.take(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	body := &uploadBody{ReadCloser: io.NopCloser(strings.NewReader("a small photo")), hold: first, rate: u.rate}
+	if _, err := io.ReadAll(body); err != nil {
+		t.Fatal(err)
+	}
+	u.mu.Lock()
+	first.since = time.Now().Add(-time.Minute) // long past the pace, processing
+	u.mu.Unlock()
+	if err := u.take(context.Background(), &uploadHold{cut: func() {}}); err != errUploadsBusy {
+		t.Fatalf("a newcomer at the cap: %v, want errUploadsBusy", err)
+	}
+	if first.preempted.Load() || cut {
+		t.Fatal("the upload whose body had ended was preempted and its reads cut")
 	}
 }

@@ -109,6 +109,7 @@ func (s *Server) countDataFiles() int {
 // image files and point clouds nobody refers to.
 func (s *Server) afterRemove(ctx context.Context, removed store.Removed) {
 	for _, rel := range removed.ImagePaths {
+		s.tiles.Forget(rel)
 		if err := s.images.RemoveImage(context.WithoutCancel(ctx), rel); err != nil {
 			s.log.Error().Err(err).Str("image_path", rel).Msg("remove image; the next sweep deletes it")
 		}

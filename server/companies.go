@@ -46,20 +46,11 @@ func (s *Server) handleCreateCompany(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleListCompanies(w http.ResponseWriter, r *http.Request) {
 	me := currentUser(r)
-	var (
-		cs  []store.Company
-		err error
-	)
+	page := func(p store.Page) ([]store.Company, error) { return s.store.CompaniesOfUserPage(me.ID, p) }
 	if me.SiteAdmin {
-		cs, err = s.store.Companies()
-	} else {
-		cs, err = s.store.CompaniesOfUser(me.ID)
+		page = s.store.CompaniesPage
 	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, cs)
+	writeList(s, w, r, page, func(c store.Company) uint64 { return c.ID })
 }
 
 func (s *Server) handleGetCompany(w http.ResponseWriter, r *http.Request) {

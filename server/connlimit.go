@@ -301,12 +301,15 @@ func (l *connLimiter) giveStream(c *limitedConn) {
 	}
 }
 
-// saturated reports the open connections and whether a new one would be refused.
-func (l *connLimiter) saturated() (open int, full bool) {
+// saturated reports the open connections and the HTTP/2 streams in handlers, and
+// whether a new request would be refused: a new connection (the cap reached, none
+// idle), or a new HTTP/2 stream (as many in handlers as the cap, takeStream).
+func (l *connLimiter) saturated() (open, streams int, full bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	open = len(l.open)
-	return open, open >= l.max && l.idlest(l.clock(), netip.Addr{}, l.newGrace) == nil
+	open, streams = len(l.open), l.streams
+	full = open >= l.max && l.idlest(l.clock(), netip.Addr{}, l.newGrace) == nil || streams >= l.max
+	return open, streams, full
 }
 
 // warn logs that a cap was reached, at most once a minute, with the totals so far.

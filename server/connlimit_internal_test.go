@@ -139,7 +139,7 @@ func TestConnLimitIdleGiveWay(t *testing.T) {
 	if err := roundTrip(c4, br4, "/"); err != nil {
 		t.Fatalf("the new connection: %v", err)
 	}
-	if open, _ := lim.saturated(); open != 3 {
+	if open, _, _ := lim.saturated(); open != 3 {
 		t.Fatalf("%d connections counted, want 3", open)
 	}
 	if lim.evicted.Load() != 1 || lim.refused.Load() != 0 {
@@ -163,7 +163,7 @@ func TestConnLimitRefusesWhenAllBusy(t *testing.T) {
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		<-entered
 	}
-	if _, full := lim.saturated(); !full {
+	if _, _, full := lim.saturated(); !full {
 		t.Fatal("two busy connections at a cap of two: not saturated")
 	}
 	c3, err := net.Dial("tcp", addr)
@@ -311,5 +311,28 @@ func TestConnLimitWarnsOncePerMinute(t *testing.T) {
 	l.warn(l.clock()+time.Minute, "refused")
 	if n := strings.Count(logs.String(), "connection cap reached"); n != 2 {
 		t.Fatalf("%d warnings a minute later: %s", n, logs.String())
+	}
+}
+
+// TestSaturatedCountsStreams: with as many HTTP/2 streams in handlers as the cap,
+// every new stream is refused (takeStream), and the readiness check says so though
+// few connections are open (issue 15: it looked at connections only).
+func TestSaturatedCountsStreams(t *testing.T) {
+	lim, _ := limitedServer(t, 2, 0, http.NotFoundHandler())
+	c := &limitedConn{l: lim, addr: netip.MustParseAddr("127.0.0.1")}
+	for range 2 {
+		if err := lim.takeStream(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lim.takeStream(c); err == nil {
+		t.Fatal("a third stream at a cap of two was let in")
+	}
+	if open, streams, full := lim.saturated(); open != 0 || streams != 2 || !full {
+		t.Fatalf("saturated() = %d open, %d streams, full %v; want 0, 2, true", open, streams, full)
+	}
+	lim.giveStream(c)
+	if _, _, full := lim.saturated(); full {
+		t.Fatal("saturated with a stream free")
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestControlCharactersInNames: a name with U+0000 or another control character is
-// the same 400 naming the field on both stores (it was a 500 on PostgreSQL, which
+// TestControlCharactersInNames: a name with U+0000 or another control character, a
+// bidi control or a zero-width space, is the same 400 naming the field on both stores (it was a 500 on PostgreSQL, which
 // cannot store U+0000, and stored as sent on bbolt), wherever a request sets one.
 func TestControlCharactersInNames(t *testing.T) {
 	bothBackends(t, func(t *testing.T, b backend) {
@@ -15,7 +15,11 @@ func TestControlCharactersInNames(t *testing.T) {
 		token := ts.register("ann")
 		company := ts.createCompany(token, "Farm")
 		garden := ts.createGarden(token, company.ID, "Field")
-		for _, bad := range []string{"a\x00b", "red\x1b[31m", "two\nlines", "next\u0085line"} {
+		for bad, problem := range map[string]string{
+			"a\x00b": "control characters", "red\x1b[31m": "control characters",
+			"two\nlines": "control characters", "next\u0085line": "control characters",
+			"invoice\u202Egpj.exe": "invisible format characters", "ann\u200B": "invisible format characters",
+		} {
 			for _, tc := range []struct {
 				method, path, token string
 				body                map[string]string
@@ -33,7 +37,7 @@ func TestControlCharactersInNames(t *testing.T) {
 					t.Errorf("%s %s with %q: %d %s, want 400", tc.method, tc.path, bad, res.code, res.body)
 					continue
 				}
-				if _, fields := res.problem(t); !strings.Contains(fields[tc.field], "control characters") {
+				if _, fields := res.problem(t); !strings.Contains(fields[tc.field], problem) {
 					t.Errorf("%s %s with %q: the problem names %v, want %s", tc.method, tc.path, bad, fields, tc.field)
 				}
 			}

@@ -103,13 +103,19 @@ func (s *Server) seedDemoGarden(ctx context.Context, u store.User) error {
 	for _, b := range beds {
 		have[b.UUID] = true
 	}
+	var created []store.Bed
 	for _, b := range ds.Beds {
 		if have[b.ProjectUUID] {
 			continue
 		}
-		if _, err := s.store.CreateBed(g.ID, b.ProjectUUID, b.Name); err != nil {
+		bed, err := s.store.CreateBed(g.ID, b.ProjectUUID, b.Name)
+		if err != nil {
 			return err
 		}
+		created = append(created, bed)
+	}
+	if err := s.seedDemoHistory(g, u, created); err != nil {
+		return fmt.Errorf("demo history: %w", err)
 	}
 	s.demoGarden = "/companies/" + idText(c.ID) + "/gardens/" + idText(g.ID)
 	return nil

@@ -45,7 +45,7 @@ func (s *Server) handleExport(f export.File) http.HandlerFunc {
 			return
 		}
 		s.releaseSlot(r)
-		if err := f.Write(r.Context(), w, src); err != nil {
+		if err := f.Write(r.Context(), s.progressive(w), src); err != nil {
 			// The status is sent: cut the response, so that no client takes a
 			// truncated file for a whole one.
 			if r.Context().Err() == nil {
@@ -87,6 +87,7 @@ func (s *Server) exportBeds(r *http.Request, g store.Garden) ([]export.Bed, erro
 		if err := s.keepPlantIDs(&res.Bed); err != nil {
 			return nil, err
 		}
+		s.recordRead(r, b.Bed, &res.Bed)
 		coords, bedJobs, err := s.clouds.Coords(res.Bed, false)
 		if err != nil {
 			return nil, err

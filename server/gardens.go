@@ -18,21 +18,14 @@ func (s *Server) gardenRoutes() []route {
 
 func (s *Server) handleListGardens(w http.ResponseWriter, r *http.Request) {
 	me := currentUser(r)
-	var (
-		gs  []store.Garden
-		err error
-	)
+	page := func(p store.Page) ([]store.Garden, error) { return s.store.GardensVisibleToPage(me.ID, p) }
 	if me.SiteAdmin {
-		gs, err = s.store.Gardens()
-	} else {
-		gs, err = s.store.GardensVisibleTo(me.ID)
+		page = s.store.GardensPage
 	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, gs)
+	writeList(s, w, r, page, gardenID)
 }
+
+func gardenID(g store.Garden) uint64 { return g.ID }
 
 func (s *Server) handleCreateGarden(w http.ResponseWriter, r *http.Request) {
 	c, err := s.adminCompany(r)
@@ -65,17 +58,11 @@ func (s *Server) handleListCompanyGardens(w http.ResponseWriter, r *http.Request
 		return
 	}
 	me := currentUser(r)
-	var gs []store.Garden
+	page := func(p store.Page) ([]store.Garden, error) { return s.store.CompanyGardensVisibleToPage(c.ID, me.ID, p) }
 	if me.SiteAdmin {
-		gs, err = s.store.GardensOfCompany(c.ID)
-	} else {
-		gs, err = s.store.CompanyGardensVisibleTo(c.ID, me.ID)
+		page = func(p store.Page) ([]store.Garden, error) { return s.store.GardensOfCompanyPage(c.ID, p) }
 	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, gs)
+	writeList(s, w, r, page, gardenID)
 }
 
 func (s *Server) handleGetGarden(w http.ResponseWriter, r *http.Request) {

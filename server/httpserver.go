@@ -127,6 +127,38 @@ func (s *Server) extendWriteDeadline(w http.ResponseWriter) error {
 	return setWriteDeadline(w, time.Now().Add(s.cfg.WriteTimeout))
 }
 
+// progressive is w with the write deadline moved before each write, for a response
+// whose size is a stored object's (a picture, a photo, a point cloud, an export): it
+// runs as long as it progresses however slow the link, and a client that stops
+// reading is still cut off one WriteTimeout later. Each write is flushed, so that no
+// tail waits in a buffer for the handler's end, to be sent under a stale deadline.
+// Bodies written through it lose io.Copy's sendfile, which a slow link does not miss.
+func (s *Server) progressive(w http.ResponseWriter) http.ResponseWriter {
+	return progressWriter{ResponseWriter: w, extend: func() error { return s.extendWriteDeadline(w) }}
+}
+
+type progressWriter struct {
+	http.ResponseWriter
+	extend func() error
+}
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	if err := p.extend(); err != nil {
+		return 0, err
+	}
+	n, err := p.ResponseWriter.Write(b)
+	if err != nil {
+		return n, err
+	}
+	if err := http.NewResponseController(p.ResponseWriter).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return n, err
+	}
+	return n, nil
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (p progressWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
 func setWriteDeadline(w http.ResponseWriter, t time.Time) error {
 	err := http.NewResponseController(w).SetWriteDeadline(t)
 	if errors.Is(err, http.ErrNotSupported) {

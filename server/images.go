@@ -66,6 +66,9 @@ func (s *Server) handleUploadImage(w http.ResponseWriter, r *http.Request) {
 	}
 	defer up.Abort() // a no-op once committed
 	width, height, err := up.Finish()
+	if err == nil {
+		err = s.checkImageSize(width, height)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -164,6 +167,9 @@ func (w uploadWriter) Write(p []byte) (int, error) {
 // garden's image with coords.
 func (s *Server) replaceGardenImage(ctx context.Context, gardenID uint64, data []byte, coords store.Coordinates) (imageUploaded, error) {
 	width, height, err := imagestore.CheckPNG(data)
+	if err == nil {
+		err = s.checkImageSize(width, height)
+	}
 	if err != nil {
 		return imageUploaded{}, err
 	}
@@ -191,6 +197,7 @@ func (s *Server) setGardenImage(ctx context.Context, gardenID uint64, rel string
 	if old != "" {
 		s.afterRemove(ctx, store.Removed{ImagePaths: []string{old}})
 	}
+	s.tiles.Want(rel) // the uploader looks at it next
 	return nil
 }
 
@@ -223,14 +230,14 @@ func (s *Server) handleGetImage(w http.ResponseWriter, r *http.Request) {
 	}
 	// What is left is the client's to pace: it holds its connection, not a slot.
 	s.releaseSlot(r)
-	_, _ = io.WriteString(w, head) // a client gone shows in WriteDataURL's error
-	if err := imagestore.WriteDataURL(w, f); err != nil {
+	pw := s.progressive(w)
+	_, _ = io.WriteString(pw, head) // a client gone shows in WriteDataURL's error
+	if err := imagestore.WriteDataURL(pw, f); err != nil {
 		// The status is sent: cut the response short rather than end it as valid JSON.
 		s.log.Warn().Err(err).Str("request_id", requestID(r)).Uint64("garden_id", g.ID).Msg("image download interrupted")
 		panic(http.ErrAbortHandler)
 	}
-	_, _ = io.WriteString(w, mid) // a client gone at the end: nothing left to do
-	_, _ = w.Write(append(tail, '}'))
+	_, _ = pw.Write(append([]byte(mid), append(tail, '}')...)) // a client gone at the end: nothing left to do
 }
 
 // openImage opens the garden's image with the coordinates of the same upload. An

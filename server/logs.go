@@ -248,14 +248,21 @@ func (s *Server) handleMyTasks(w http.ResponseWriter, r *http.Request) {
 	me := currentUser(r)
 	var visible map[uint64]bool
 	if !me.SiteAdmin {
-		gs, err := s.store.GardensVisibleTo(me.ID)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		visible = make(map[uint64]bool, len(gs))
-		for _, g := range gs {
-			visible[g.ID] = true
+		// The ids only, read a page at a time: a user may see very many gardens.
+		visible = map[uint64]bool{}
+		for p := (store.Page{Limit: s.cfg.listPageSize()}); ; {
+			gs, err := s.store.GardensVisibleToPage(me.ID, p)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			for _, g := range gs {
+				visible[g.ID] = true
+			}
+			if !p.Full(len(gs)) {
+				break
+			}
+			p.After = gs[len(gs)-1].ID
 		}
 	}
 	tasks, err := s.store.PendingTasks(me.ID, visible)

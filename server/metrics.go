@@ -50,11 +50,19 @@ func (s *Server) observeMetrics(r *http.Request, ri *reqInfo, status int, d time
 
 // metricSources connects what is read at each scrape.
 func (s *Server) metricSources() metrics.Sources {
-	src := metrics.Sources{Hashing: s.pw.Queue, Capacity: s.capacityFigures, Readiness: s.readinessFigures}
+	src := metrics.Sources{Hashing: s.pw.Queue, Capacity: s.capacityFigures, Readiness: s.readinessFigures, Tiles: s.tiles.Counts}
 	if s.spatial != nil {
 		src.SpatialCache = func() (int64, int64) {
 			st := s.spatial.Stats()
 			return st.CacheHits, st.Collapsed
+		}
+	}
+	if s.recorder != nil && s.reader != nil {
+		src.History = func() metrics.History {
+			rs, cs := s.reader.Stats(), s.recorder.Stats()
+			return metrics.History{Holding: rs.Holding, BedsRead: rs.Read, BedsFailed: rs.Failed,
+				Recorded: cs.Recorded, Skipped: cs.Skipped, BedPoints: cs.BedPoints, PlantPoints: cs.PlantPoints,
+				Raised: cs.Raised, Closed: cs.Closed}
 		}
 	}
 	if s.clouds != nil {

@@ -85,6 +85,9 @@ func TestMetrics(t *testing.T) {
 	g.streamBeds(ss.garden, ss.token)
 	g.waitClouds()
 	g.streamBeds(ss.garden, ss.token) // served from the cache
+	if err := g.srv.Reader().ReadAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 
 	fam := scrape(t, http.DefaultClient, "http://"+g.srv.MetricsAddr()+"/metrics")
 	beds := "/companies/{company_id}/gardens/{garden_id}/beds"
@@ -105,11 +108,22 @@ func TestMetrics(t *testing.T) {
 		{"gardend_pointcloud_queue_jobs", map[string]string{"state": "pending"}, eq(0)},
 		{"gardend_pointcloud_queue_jobs", map[string]string{"state": "failed"}, eq(0)},
 		{"gardend_pointcloud_downloads_in_progress", nil, eq(0)},
+		{"gardend_tile_queue_jobs", map[string]string{"state": "building"}, atLeast(0)},
 		{"gardend_password_hashes_in_progress", nil, eq(0)},
 		{"gardend_password_hash_queue", nil, eq(0)},
 		{"gardend_store_transaction_duration_seconds", map[string]string{"kind": "write"}, atLeast(3)},
 		{"gardend_store_transaction_duration_seconds", map[string]string{"kind": "read"}, atLeast(3)},
 		{"gardend_build_info", nil, eq(1)},
+		// The first stream recorded both beds; the second, and the reader's reads of
+		// the same measurements, were skipped.
+		{"gardend_history_readings_total", map[string]string{"outcome": "recorded"}, eq(2)},
+		{"gardend_history_readings_total", map[string]string{"outcome": "skipped"}, atLeast(4)},
+		{"gardend_history_points_total", map[string]string{"of": "plant"}, eq(8)},
+		{"gardend_history_points_total", map[string]string{"of": "bed"}, eq(2)},
+		{"gardend_history_background_reads_total", map[string]string{"outcome": "ok"}, atLeast(2)},
+		{"gardend_history_background_reads_total", map[string]string{"outcome": "failed"}, eq(0)},
+		{"gardend_history_lease_held", nil, func(v float64) bool { return v == 0 || v == 1 }},
+		{"gardend_alerts_changes_total", map[string]string{"change": "raised"}, atLeast(0)},
 		{"go_goroutines", nil, atLeast(1)},
 		{"process_resident_memory_bytes", nil, atLeast(1)},
 	}

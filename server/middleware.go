@@ -27,8 +27,9 @@ type reqInfo struct {
 	route *routeTag
 	// adminSocket marks requests of the CLI's socket.
 	adminSocket bool
-	// holdsSlot: the request holds a request slot (requestSlot, releaseSlot).
-	holdsSlot bool
+	// slot is the request's hold on a request slot (requestSlot, releaseSlot); nil
+	// when it never took one.
+	slot *slotHold
 }
 
 // Constant header values, shared so hot paths do not allocate a slice per header.

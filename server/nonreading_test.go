@@ -40,7 +40,14 @@ type h2Stalled struct {
 
 func dialH2Stalled(t *testing.T, addr string, pool *x509.CertPool) *h2Stalled {
 	t.Helper()
-	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}})
+	return dialH2StalledFrom(t, addr, pool, net.IPv4(127, 0, 0, 1))
+}
+
+// dialH2StalledFrom is dialH2Stalled from the local address ip.
+func dialH2StalledFrom(t *testing.T, addr string, pool *x509.CertPool, ip net.IP) *h2Stalled {
+	t.Helper()
+	conn, err := tls.DialWithDialer(&net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}, "tcp", addr,
+		&tls.Config{RootCAs: pool, NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,8 @@ func init() {
 		panic(fmt.Sprintf("docs/openapi.yaml: router: %v", err))
 	}
 	openapi3filter.RegisterBodyDecoder("application/x-tar", openapi3filter.FileBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("image/png", openapi3filter.FileBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("image/jpeg", openapi3filter.FileBodyDecoder)
 	apiSpec.doc, apiSpec.router, apiSpec.seen = doc, router, map[string]bool{}
 	wrapForTest = validateAgainstSpec
 }

@@ -33,7 +33,7 @@ type permissionScope struct {
 	admin  func(r *http.Request) (id uint64, err error)
 	set    func(id, actorID uint64, username string, l store.Level) (any, error)
 	remove func(id, actorID uint64, username string) (bool, error)
-	list   func(id uint64) (any, error)
+	list   func(id uint64, p store.Page) ([]store.Permission, error)
 }
 
 func (s *Server) companyPermissions() permissionScope {
@@ -47,7 +47,7 @@ func (s *Server) companyPermissions() permissionScope {
 			return s.store.SetCompanyPermission(id, actor, username, l)
 		},
 		remove: s.store.RemoveCompanyPermission,
-		list:   func(id uint64) (any, error) { return s.store.CompanyPermissions(id) },
+		list:   s.store.CompanyPermissionsPage,
 	}
 }
 
@@ -62,7 +62,7 @@ func (s *Server) gardenPermissions() permissionScope {
 			return s.store.SetGardenPermission(id, actor, username, l)
 		},
 		remove: s.store.RemoveGardenPermission,
-		list:   func(id uint64) (any, error) { return s.store.GardenPermissions(id) },
+		list:   s.store.GardenPermissionsPage,
 	}
 }
 
@@ -131,11 +131,7 @@ func (s *Server) handleListPermissions(sc permissionScope) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		perms, err := sc.list(id)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.writeJSON(w, r, http.StatusOK, perms)
+		page := func(p store.Page) ([]store.Permission, error) { return sc.list(id, p) }
+		writeList(s, w, r, page, func(p store.Permission) uint64 { return p.ID })
 	}
 }

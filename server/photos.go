@@ -252,7 +252,7 @@ func (s *Server) handleGetPhoto(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.releaseSlot(r) // the client paces the rest
-	if _, err := io.Copy(w, rc); err != nil {
+	if _, err := io.Copy(s.progressive(w), rc); err != nil {
 		s.log.Warn().Err(err).Str("request_id", requestID(r)).Uint64("photo_id", p.ID).Msg("photo download interrupted")
 		panic(http.ErrAbortHandler)
 	}
@@ -261,6 +261,10 @@ func (s *Server) handleGetPhoto(w http.ResponseWriter, r *http.Request) {
 // makeThumb makes the thumbnail of a photo that has none (one restored without it),
 // once: a thumbnail another request recorded meanwhile wins and this one goes.
 func (s *Server) makeThumb(ctx context.Context, p store.Photo) (store.Photo, error) {
+	h, err := s.storedPhotoHeader(ctx, p)
+	if err != nil {
+		return store.Photo{}, err
+	}
 	rc, _, err := s.photos.OpenPhoto(ctx, p.Path)
 	if err != nil {
 		return store.Photo{}, err
@@ -271,8 +275,6 @@ func (s *Server) makeThumb(ctx context.Context, p store.Photo) (store.Photo, err
 		return store.Photo{}, err
 	}
 	defer thumb.Abort()
-	// The stored picture is upright, without metadata, and passed the limits.
-	h := photo.Header{ContentType: p.ContentType, Width: p.Width, Height: p.Height, Orientation: 1}
 	select {
 	case s.photoWork <- struct{}{}:
 	case <-ctx.Done():
@@ -292,6 +294,32 @@ func (s *Server) makeThumb(ctx context.Context, p store.Photo) (store.Photo, err
 		s.removePhotos(ctx, []string{rel})
 	}
 	return got, err
+}
+
+// storedPhotoHeader reads and checks the header of a stored photo as an upload's
+// is: it may come from a backup of a box with higher limits, or from an archive
+// edited by hand, and decoding it must stay within this box's limits all the same.
+// The stored picture is upright: its orientation is 1 whatever it says.
+func (s *Server) storedPhotoHeader(ctx context.Context, p store.Photo) (photo.Header, error) {
+	rc, _, err := s.photos.OpenPhoto(ctx, p.Path)
+	if err != nil {
+		return photo.Header{}, err
+	}
+	defer func() { _ = rc.Close() }() // a reader: nothing to lose
+	h, err := photo.ReadHeader(rc)
+	if err == nil && (h.ContentType != p.ContentType || h.Width != p.Width || h.Height != p.Height) {
+		err = fmt.Errorf("%w: it is a %s of %d×%d, its record says a %s of %d×%d", photo.ErrBadPhoto, h.ContentType, h.Width, h.Height, p.ContentType, p.Width, p.Height)
+	}
+	if err == nil {
+		err = (photo.Limits{MaxPixels: s.cfg.MaxPhotoPixels}).Check(h)
+	}
+	if errors.Is(err, photo.ErrNotPhoto) || errors.Is(err, photo.ErrBadPhoto) || errors.Is(err, photo.ErrTooLarge) {
+		s.log.Warn().Err(err).Uint64("photo_id", p.ID).Msg("no thumbnail made of a stored photo")
+		return photo.Header{}, &apiError{status: http.StatusUnprocessableEntity,
+			detail: "this server makes no thumbnail of this photo (" + err.Error() + "); ask for size=full"}
+	}
+	h.Orientation = 1
+	return h, err
 }
 
 func (s *Server) handleDeletePhoto(w http.ResponseWriter, r *http.Request) {

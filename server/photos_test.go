@@ -266,3 +266,36 @@ func TestPhotoSweep(t *testing.T) {
 		t.Fatalf("%d photo files after the sweep, want 2", n)
 	}
 }
+
+// TestThumbOfRestoredPhoto: a photo without a thumbnail (restored so) gets one on
+// demand, decoded within this box's limits: one beyond them (a backup of a box that
+// allowed more, an archive edited by hand) was decoded whatever its size and kind.
+func TestThumbOfRestoredPhoto(t *testing.T) {
+	f := newLogbookFarm(t, boltBackend, func(c *server.Config) { c.MaxPhotoPixels = 1 << 16 })
+	ts := f.ts
+	l := f.create(f.reader, map[string]any{"type": "observation", "title": "x"})
+	restored := func(n, w, h int) uint64 {
+		var b bytes.Buffer
+		if err := jpeg.Encode(&b, image.NewGray(image.Rect(0, 0, w, h)), nil); err != nil {
+			t.Fatal(err)
+		}
+		rel := filepath.ToSlash(filepath.Join(store.PhotoDir, strings.Repeat("0", 31)+string(rune('0'+n))+".jpg"))
+		if err := os.WriteFile(filepath.Join(ts.cfg.DataDir, rel), b.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := ts.store().AddPhoto(f.garden.ID, l.ID, store.Photo{ContentType: "image/jpeg", Width: w, Height: h, Size: int64(b.Len()), Path: rel, Uploader: 1}, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	photos := f.logPath(l.ID) + "/photos/"
+	small, big := restored(1, 200, 150), restored(2, 1000, 800)
+	if res := ts.send("GET", photos+u64(small)+"?size=thumb", f.reader, "", nil); res.code != http.StatusOK || res.header.Get("Content-Type") != "image/jpeg" {
+		t.Fatalf("thumbnail within the limits: %d %s", res.code, res.body)
+	}
+	wantProblem(t, ts.send("GET", photos+u64(big)+"?size=thumb", f.reader, "", nil), http.StatusUnprocessableEntity, "1000×800 pixels")
+	if res := ts.send("GET", photos+u64(big), f.reader, "", nil); res.code != http.StatusOK {
+		t.Fatalf("the photo itself: %d", res.code)
+	}
+}

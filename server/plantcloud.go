@@ -83,7 +83,7 @@ func (s *Server) handlePlantPointCloud(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("Content-Type", pointcloud.ContentType)
 	h.Set("Content-Disposition", `inline; filename="`+plant.Cloud.UUID+`.ply"`)
-	http.ServeContent(send, r, "", st.ModTime(), f)
+	http.ServeContent(s.progressive(send), r, "", st.ModTime(), f)
 }
 
 // mapTransformHeader is the transform from the cloud's frame into its bed's map

@@ -28,6 +28,7 @@ func (s *Server) allRoutes() []route {
 	rs = append(rs, s.gardenRoutes()...)
 	rs = append(rs, s.permissionRoutes()...)
 	rs = append(rs, s.imageRoutes()...)
+	rs = append(rs, s.imageTileRoutes()...)
 	rs = append(rs, s.bedRoutes()...)
 	rs = append(rs, s.backupRoutes()...)
 	rs = append(rs, s.webRoutes()...)
@@ -37,6 +38,9 @@ func (s *Server) allRoutes() []route {
 	rs = append(rs, s.logRoutes()...)
 	rs = append(rs, s.photoRoutes()...)
 	rs = append(rs, s.exportRoutes()...)
+	rs = append(rs, s.historyRoutes()...)
+	rs = append(rs, s.alertRoutes()...)
+	rs = append(rs, s.guidanceRoutes()...)
 	return rs
 }
 

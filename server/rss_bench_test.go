@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gardend/gardend/server"
+	"github.com/gardend/gardend/store"
 )
 
 // The benchmarks here measure the resident memory of a server process, as an
@@ -32,12 +33,19 @@ import (
 // childServerEnv names the data directory of a child server.
 const childServerEnv = "GARDEND_CHILD_SERVER_DATA"
 
+// childServeLimitEnv, when set, gives the child the Go memory limit gardend serve
+// sets by default.
+const childServeLimitEnv = "GARDEND_CHILD_SERVE_LIMIT"
+
 // TestChildServer is the child's side: it serves until its stdin closes. Without the
 // environment variable it does nothing.
 func TestChildServer(t *testing.T) {
 	dir := os.Getenv(childServerEnv)
 	if dir == "" {
 		t.Skip("only as the child of an RSS benchmark")
+	}
+	if os.Getenv(childServeLimitEnv) != "" {
+		defer server.SetMemoryLimit(server.DefaultMemoryLimit(store.DefaultArgon2, server.DefaultMaxHashing()))()
 	}
 	srv, err := newServer(t, server.Config{DataDir: dir, Addr: "127.0.0.1:0", Argon2: cheapArgon2, Logger: zerolog.Nop()})
 	if err != nil {
@@ -62,8 +70,15 @@ func TestChildServer(t *testing.T) {
 // childServer starts the child and returns its pid and address.
 func childServer(b *testing.B) (pid int, addr string) {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChildServer$")
-	cmd.Env = append(os.Environ(), childServerEnv+"="+b.TempDir())
+	return childServerIn(b, b.TempDir())
+}
+
+// childServerIn is childServer on the data directory dir.
+func childServerIn(b *testing.B, dir string) (pid int, addr string) {
+	b.Helper()
+	// -test.bench turns the OpenAPI validation off, which keeps bodies (TestMain).
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildServer$", "-test.bench=^$")
+	cmd.Env = append(os.Environ(), childServerEnv+"="+dir)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr

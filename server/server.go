@@ -22,6 +22,8 @@ import (
 	"github.com/gardend/gardend/server/metrics"
 	"github.com/gardend/gardend/server/photo"
 	"github.com/gardend/gardend/server/pointcloud"
+	"github.com/gardend/gardend/server/scan"
+	"github.com/gardend/gardend/server/tiles"
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
 )
@@ -50,6 +52,9 @@ type Config struct {
 	// MaxBodyBytes limits JSON bodies; MaxImageBytes the image upload body.
 	MaxBodyBytes  int64
 	MaxImageBytes int64
+	// MaxImagePixels refuses uploads of pictures with more pixels, from their header
+	// (400); 0 takes DefaultMaxImagePixels.
+	MaxImagePixels int64
 	// Log photos (photos.go): MaxPhotoBytes limits an upload's body, MaxPhotoPixels
 	// what it may decode to (photo.Limits), PhotoStorageBytes what all photos may keep
 	// together (0: no limit; 507 beyond).
@@ -71,6 +76,10 @@ type Config struct {
 	// MaxCompressors bounds the answers gzip-compressed at once (compress.go); 0 takes
 	// two per core.
 	MaxCompressors int
+	// ListPageSize is how many records of a long list (companies, gardens,
+	// permissions) are read from the store at a time (liststream.go); 0 takes
+	// store.ListPageSize. Tests lower it.
+	ListPageSize int
 	// HashingProcs gives hashes Ps of their own while they run (hashing.go): for the
 	// process that serves (gardend serve); tests leave GOMAXPROCS alone.
 	HashingProcs bool
@@ -86,6 +95,11 @@ type Config struct {
 	Spatial spatial.ClientConfig
 	// Clouds tunes the background point-cloud downloads.
 	Clouds pointcloud.Config
+	// History tunes history, the background reader and the demo's robot.
+	History HistoryConfig
+	// Tiles tunes the pictures' tile pyramids (imagetiles.go); its MaxPixels is
+	// MaxImagePixels.
+	Tiles tiles.Config
 	// SignedURLTTL is how long the signed URLs of the 3D scene work; default
 	// DefaultSignedURLTTL.
 	SignedURLTTL time.Duration
@@ -161,7 +175,10 @@ const (
 	DefaultTokenTTL      = 10 * time.Hour
 	DefaultMaxBodyBytes  = 1 << 20
 	DefaultMaxImageBytes = 64 << 20
-	DefaultMaxPhotoBytes = 16 << 20
+	// DefaultMaxImagePixels: a 20,000 × 20,000 orthophoto; tiling memory follows the
+	// width, not this.
+	DefaultMaxImagePixels = 400_000_000
+	DefaultMaxPhotoBytes  = 16 << 20
 	// DefaultMaxBedsPerGarden: far above a farm's beds (the seed has 6), far below the
 	// thousands of made-up beds that let one tenant slow every other's listings.
 	DefaultMaxBedsPerGarden = 500
@@ -186,6 +203,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxImageBytes <= 0 {
 		c.MaxImageBytes = DefaultMaxImageBytes
+	}
+	if c.MaxImagePixels <= 0 {
+		c.MaxImagePixels = DefaultMaxImagePixels
 	}
 	if c.MaxPhotoBytes <= 0 {
 		c.MaxPhotoBytes = DefaultMaxPhotoBytes
@@ -285,6 +305,11 @@ type Server struct {
 	cloudFiles  *pointcloud.Files
 	cloudSlots  *cloudSlots
 	demo        *demoSpatial
+	// recorder records reads of beds; reader reads them in the background.
+	recorder *scan.Recorder
+	reader   *scan.Reader
+	// tiles builds and keeps the pictures' tile pyramids.
+	tiles *tiles.Manager
 	// signer signs the URLs of kept point clouds.
 	signer urlSigner
 	// demoGarden is the demo garden's path, set by Run before Ready.
@@ -407,6 +432,9 @@ func newServer(cfg Config) (*Server, error) {
 	if err := s.sweep(cfg.StoreCreated); err != nil {
 		return nil, err
 	}
+	if s.tiles, err = s.openTiles(); err != nil {
+		return nil, err
+	}
 	s.refreshDecoy()
 	s.cfg.Spatial.ObserveCall = m.ObserveSpatialCall
 	if err := s.openSpatial(); err != nil {
@@ -417,6 +445,7 @@ func newServer(cfg Config) (*Server, error) {
 		s.closeSpatial()
 		return nil, err
 	}
+	s.openHistory()
 	m.SetSources(s.metricSources())
 	s.watchSync()
 	s.admin = NewAdmin(st, s.pw, cfg.DataDir)
@@ -439,6 +468,9 @@ func (s *Server) Passwords() *store.Passwords { return s.pw }
 // Images is the directory uploads stream into (with a one-node backend the image
 // directory itself), for tests that inject faults into it.
 func (s *Server) Images() *imagestore.Store { return s.uploads }
+
+// Tiles is the tile manager, for tests that run or stop its builds.
+func (s *Server) Tiles() *tiles.Manager { return s.tiles }
 
 // Ready is closed once Run listens; Addr is valid after that.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
@@ -493,6 +525,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.clouds != nil {
 		bg.Go(func() { s.clouds.Run(ctx) })
 	}
+	bg.Go(func() { s.tiles.Run(ctx) })
 	if s.spatial != nil {
 		bg.Go(func() { s.probeSpatial(ctx) })
 	}
@@ -503,6 +536,8 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		})
 	}
+	bg.Go(func() { s.reader.Run(ctx) })
+	bg.Go(func() { s.runDemoRobot(ctx) })
 
 	perAddr := s.cfg.MaxConnsPerAddr
 	if s.cfg.TrustProxy {
@@ -581,6 +616,7 @@ func (s *Server) sweepTokens(ctx context.Context) {
 			}
 			if s.shared != nil {
 				s.sweepSharedImages(ctx)
+				s.sweepTiles(false)
 				s.sweepSharedPhotos(ctx)
 			}
 		}

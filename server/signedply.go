@@ -127,7 +127,7 @@ func (s *Server) serveCloud(w http.ResponseWriter, r *http.Request, v *pointclou
 		r.Header.Del("If-Range")
 	}
 	rd := &readFailure{ReadSeeker: v}
-	http.ServeContent(w, r, "", v.ModTime, rd)
+	http.ServeContent(s.progressive(w), r, "", v.ModTime, rd)
 	if rd.err != nil {
 		s.log.Warn().Err(rd.err).Str("request_id", requestID(r)).Str("path", r.URL.Path).Msg("point cloud download cut short")
 	}

@@ -21,6 +21,8 @@ var errNoSpatial = errors.New("no spatial data server configured")
 type demoSpatial struct {
 	data *demo.Dataset
 	srv  *demo.Server
+	// sim is the robot scanning it over time (HistoryConfig.DemoScanInterval).
+	sim *demo.Simulation
 }
 
 // openSpatial starts the demo spatial server when asked and dials the client; without
@@ -36,7 +38,14 @@ func (s *Server) openSpatial() error {
 		if err != nil {
 			return fmt.Errorf("start the demo spatial server: %w", err)
 		}
-		s.demo = &demoSpatial{data: ds, srv: srv}
+		s.demo = &demoSpatial{data: ds, srv: srv, sim: demo.NewSimulation(ds)}
+		if s.cfg.History.withDefaults().DemoScanInterval > 0 {
+			// The robot's scan of now, before anyone reads: what history is seeded
+			// up to (seedDemoHistory).
+			for _, b := range s.demo.sim.Scan(s.cfg.Now()) {
+				srv.SetBed(b)
+			}
+		}
 		s.cfg.Spatial.Addr, s.cfg.Spatial.TLS, s.cfg.Spatial.CAFile = addr, false, ""
 		s.log.Info().Str("addr", addr).Dur("latency", s.cfg.DemoLatency).Int("beds", len(ds.Beds)).Msg("demo spatial server listening")
 	}
@@ -120,6 +129,9 @@ func (s *Server) spatialBedFromPath(r *http.Request) (store.Bed, spatial.Bed, er
 	bed, err := s.spatial.Bed(s.spatialContext(r, b.Garden), b.UUID)
 	if err == nil {
 		err = s.keepPlantIDs(&bed)
+	}
+	if err == nil {
+		s.recordRead(r, b, &bed)
 	}
 	return b, bed, err
 }

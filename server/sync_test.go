@@ -187,6 +187,7 @@ func TestSyncTwoBoxesOneOffice(t *testing.T) {
 	wantHome(office.do("POST", gardenPath(gAo.Company, gAo.ID)+"/createPermission", demoO,
 		map[string]string{"username": "agronomist", "permission": "a"}), "a role in it")
 	wantHome(office.do("PUT", "/user", demoO, map[string]string{"first_name": "Renamed"}), "the farm's user renamed at the office")
+	wantHome(office.do("PUT", gardenPath(gAo.Company, gAo.ID)+"/guidance", demoO, map[string]any{}), "the farm's guidance at the office")
 	if res := office.do("DELETE", gardenPath(gAo.Company, gAo.ID), agro, nil); res.code != http.StatusForbidden {
 		t.Errorf("a reader deletes a replica garden: %d, want 403", res.code)
 	}

@@ -32,14 +32,18 @@ func (s *Server) checkRequestSlots(context.Context) (string, error) {
 }
 
 // checkConnections fails while the connection cap is reached and no connection is
-// idle: a new connection would be refused.
+// idle, or while as many HTTP/2 streams are in handlers: a new connection, or a new
+// stream, would be refused.
 func (s *Server) checkConnections(context.Context) (string, error) {
 	lim := s.conns.Load()
 	if lim == nil {
 		return "not listening", nil
 	}
-	open, full := lim.saturated()
+	open, streams, full := lim.saturated()
 	detail := strconv.Itoa(open) + " of " + strconv.Itoa(lim.max) + " connections open"
+	if streams > 0 {
+		detail += ", " + strconv.Itoa(streams) + " HTTP/2 streams in handlers"
+	}
 	if full {
 		return detail + ", none idle", errSaturated
 	}

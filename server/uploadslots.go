@@ -52,6 +52,11 @@ type uploadHold struct {
 	received atomic.Int64
 	// preempted: the slot went to another upload; the body reads no more.
 	preempted atomic.Bool
+	// ended: the whole body has arrived. The upload keeps its slot while it is
+	// checked and stored (a photo waits for its decode there), but it is behind no
+	// pace: preempting it would free nothing, and cutting its connection's reads
+	// cancels its request, losing what its client sent in full.
+	ended atomic.Bool
 	// cut ends a read of the body that waits (by moving its read deadline).
 	cut func()
 }
@@ -59,6 +64,9 @@ type uploadHold struct {
 // behind reports whether h has brought less than rate bytes a second since grace
 // after it took its slot.
 func (h *uploadHold) behind(now time.Time, grace time.Duration, rate int64) bool {
+	if h.ended.Load() {
+		return false
+	}
 	late := now.Sub(h.since) - grace
 	return late > 0 && float64(h.received.Load()) < late.Seconds()*float64(rate)
 }
@@ -138,6 +146,9 @@ func (b *uploadBody) Read(p []byte) (int, error) {
 	b.hold.received.Add(int64(n))
 	if b.hold.preempted.Load() {
 		return n, errUploadPreempted(b.rate)
+	}
+	if err == io.EOF {
+		b.hold.ended.Store(true)
 	}
 	return n, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -250,7 +251,13 @@ func (f *bedFetch) tolerate(err error) error {
 
 // measurement fetches a plant's measurement into p.
 func (f *bedFetch) measurement(ctx context.Context, p *Plant) error {
-	m, err := callMeasurement.fetch(f.c, ctx, f.project, p.Measurement)
+	// A robot may update a measurement in place (the same uuid, a newer stamp): the
+	// stamp is part of the cache key, so the new values are read at once.
+	version := ""
+	if !p.MeasuredAt.IsZero() {
+		version = strconv.FormatInt(p.MeasuredAt.UnixNano(), 10)
+	}
+	m, err := callMeasurement.fetchVersion(f.c, ctx, f.project, p.Measurement, version)
 	if err == nil {
 		applyMeasurement(p, m)
 	}

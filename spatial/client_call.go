@@ -209,8 +209,18 @@ type cachedCall[T proto.Message] struct {
 // call; successful answers are cached. The returned message is shared: read it, never
 // modify it.
 func (cc cachedCall[T]) fetch(c *Client, ctx context.Context, project, id string) (T, error) {
+	return cc.fetchVersion(c, ctx, project, id, "")
+}
+
+// fetchVersion is fetch for one version of the object (a measurement's stamp): an
+// answer cached for another version is not used, so an object updated in place is
+// read anew as soon as the project's details show its new version.
+func (cc cachedCall[T]) fetchVersion(c *Client, ctx context.Context, project, id, version string) (T, error) {
 	var zero T
 	key := cc.kind + "\x00" + project + "\x00" + id
+	if version != "" {
+		key += "\x00" + version
+	}
 	if v, ok := c.cache.get(key); ok {
 		c.cacheHits.Add(1)
 		if nf, ok := v.(notFoundAnswer); ok {

@@ -23,8 +23,9 @@ import (
 
 // ArchiveFormat is the version of the archive format this build writes; it reads
 // every version from 1 on. Version 2 added the import map (KindImportMap); version 3
-// the logbook (KindPlantID, KindLog, KindPhoto).
-const ArchiveFormat = 3
+// the logbook (KindPlantID, KindLog, KindPhoto); version 4 history, alerts and
+// guidance (historyarchive.go).
+const ArchiveFormat = 4
 
 // archiveMagic is the kind of the header line.
 const archiveMagic = "gardend-archive"
@@ -90,7 +91,8 @@ const (
 // ArchiveKinds lists the kinds in the order an archive holds them.
 var ArchiveKinds = []string{KindUser, KindToken, KindWidgets, KindCompany, KindGarden,
 	KindCompanyPermission, KindGardenPermission, KindBed, KindPosition, KindCloudJob, KindImportMap,
-	KindPlantID, KindLog, KindPhoto}
+	KindPlantID, KindLog, KindPhoto,
+	KindGuidance, KindHistorySeries, KindHistoryChunk, KindAlert}
 
 // ArchivedUser is a user with the password hash, which User keeps out of JSON.
 type ArchivedUser struct {
@@ -305,6 +307,9 @@ func (ar *ArchiveReader) Invalidf(format string, args ...any) error {
 // CheckArchived applies the rules of the record kinds to an imported record, so that
 // no backend loads what it would refuse to create.
 func CheckArchived(kind string, record any) error {
+	if handled, err := checkHistoryArchived(record); handled {
+		return err
+	}
 	switch r := record.(type) {
 	case *ArchivedUser:
 		if r.ID == 0 {
@@ -435,6 +440,8 @@ func (ar *ArchiveReader) each(ctx context.Context, load func(kind string, record
 			rec = &ArchivedLog{}
 		case KindPhoto:
 			rec = &Photo{}
+		default:
+			rec = newHistoryRecord(kind)
 		}
 		if err := ar.Decode(raw, rec); err != nil {
 			return err

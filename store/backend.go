@@ -195,6 +195,10 @@ type Backend interface {
 	ChangeFeed
 	BedValueStore
 	ReplicaStore
+	HistoryStore
+	AlertStore
+	LeaseStore
+	ListPager
 }
 
 // Importer brings another system's records in (store/importplan.go; the PlantMap

@@ -94,6 +94,12 @@ func ValidClientKey(key string) error {
 	return nil
 }
 
+// PhotoKeyOfAnother refuses an idempotency key another user added a photo of the
+// log with: a retry answers the caller's own photo, never someone else's.
+func PhotoKeyOfAnother() error {
+	return Invalid("Idempotency-Key", "another user added a photo to this log with this Idempotency-Key; send a key of your own (a new UUID)")
+}
+
 // Limits of a log's fields.
 const (
 	MaxLogTitle = 200
@@ -105,6 +111,11 @@ const (
 	// without limit.
 	MaxLogPage     = 200
 	DefaultLogPage = 50
+	// MaxLogPageText bounds the text (titles and notes, in bytes) of a page of logs
+	// and of the pending tasks: a page ends early, with its cursor, once it holds
+	// this much. 200 logs of 20,000 characters each are 16 MB of text, and answering
+	// them took 120 MiB of heap; ordinary pages never come near it.
+	MaxLogPageText = 2 << 20
 	// MaxQueryWords bounds the words of a search.
 	MaxQueryWords = 8
 	// maxWordLen: longer "words" (hashes, pasted junk) are not indexed or searched.
@@ -153,9 +164,13 @@ type LogFilter struct {
 	Words []string
 	// After continues a listing after that log (LogPage.Next).
 	After *LogCursor
-	// Limit is the page's size: DefaultLogPage when 0, at most MaxLogPage.
+	// Limit is the page's size: DefaultLogPage when 0, at most MaxLogPage; a page of
+	// long logs ends before, at MaxLogPageText.
 	Limit int
 }
+
+// TextSize is what a log's text counts against MaxLogPageText.
+func (l Log) TextSize() int { return len(l.Title) + len(l.Notes) }
 
 // PageSize is the filter's page size.
 func (f LogFilter) PageSize() int {
@@ -302,11 +317,11 @@ func ValidateLog(l Log, now time.Time) error {
 		v.Add("type", fmt.Sprintf("type %q is not a log type; use observation, activity, harvest or task", l.Type))
 	}
 	switch n := utf8.RuneCountInString(l.Title); {
-	case n == 0:
+	case Blank(l.Title):
 		v.Add("title", "title is required and must not be blank")
 	case n > MaxLogTitle:
 		v.Add("title", fmt.Sprintf("title must be at most %d characters (it has %d)", MaxLogTitle, n))
-	case strings.IndexFunc(l.Title, unicode.IsControl) >= 0:
+	case !oneLine(l.Title):
 		v.Add("title", "title must be one line without control characters")
 	}
 	if n := utf8.RuneCountInString(l.Notes); n > MaxLogNotes {
@@ -335,10 +350,12 @@ func ValidateLog(l Log, now time.Time) error {
 		switch n := utf8.RuneCountInString(q.Unit); {
 		case n == 0:
 			v.Add("quantity.unit", "quantity.unit is required: kg, g, pieces, l …")
+		case Blank(q.Unit):
+			v.Add("quantity.unit", "quantity.unit must not be blank: kg, g, pieces, l …")
 		case n > MaxLogUnit:
 			v.Add("quantity.unit", fmt.Sprintf("quantity.unit must be 1 to %d characters", MaxLogUnit))
-		case strings.IndexFunc(q.Unit, unicode.IsControl) >= 0:
-			v.Add("quantity.unit", "quantity.unit must not contain control characters")
+		case !oneLine(q.Unit):
+			v.Add("quantity.unit", "quantity.unit must be one line without control characters")
 		}
 		if math.IsNaN(q.Value) || math.IsInf(q.Value, 0) || q.Value < 0 || q.Value > 1e15 {
 			v.Add("quantity.value", "quantity.value must be a number from 0 to 10^15")

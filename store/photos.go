@@ -102,6 +102,15 @@ func ValidPhotoPath(path string) bool {
 // server answers 507.
 var ErrStorageFull = errors.New("the storage for photos is full")
 
+// MaxLogPhotos bounds the photos of one log: a log and every listing page that
+// shows it carry their ids, and a field note has a few.
+const MaxLogPhotos = 100
+
+// LogPhotosFull is the refusal of a photo beyond MaxLogPhotos.
+func LogPhotosFull(logID uint64) error {
+	return Invalid("photo", fmt.Sprintf("log %d has %d photos, the most a log may hold; delete one, or add the photo to a new log", logID, MaxLogPhotos))
+}
+
 // PhotoStorageFull is the refusal of a photo past the budget.
 func PhotoStorageFull(used, adding, budget int64) error {
 	return fmt.Errorf("%w: photos take %d of %d bytes and this one needs %d more; delete old photos or raise --photo-max-bytes", ErrStorageFull, used, budget, adding)
@@ -136,18 +145,20 @@ type LogStore interface {
 	ListLogs(gardenID uint64, f LogFilter) (LogPage, error)
 	// PendingTasks returns the pending tasks assigned to the user, soonest due first
 	// (then lowest id), in the gardens of visible (every garden when nil), at most
-	// MaxTasks.
+	// MaxTasks, and no more once they hold MaxLogPageText.
 	PendingTasks(assigneeID uint64, visible map[uint64]bool) ([]Log, error)
 
 	// AddPhoto records a photo of a log of the garden whose content is stored
-	// already, if authorize allows it for the log and the photos would stay within
-	// budget bytes (0: no budget; else ErrStorageFull). ID, Log, Garden and Created
+	// already, if authorize allows it for the log, the log has fewer than
+	// MaxLogPhotos (else LogPhotosFull) and the photos would stay within budget
+	// bytes (0: no budget; else ErrStorageFull). ID, Log, Garden and Created
 	// are set here.
 	AddPhoto(gardenID, logID uint64, p Photo, budget int64, authorize func(Log) error) (Photo, error)
 	// AddPhotoOnce is AddPhoto with an idempotency key (ValidClientKey), kept as the
 	// photo's ClientKey: when the log has a photo of that key, it is returned with
 	// added false and nothing is written (authorize and the budget are not checked
-	// again; the caller removes the content it stored for p).
+	// again; the caller removes the content it stored for p). A key another uploader
+	// used on the log is refused (PhotoKeyOfAnother).
 	AddPhotoOnce(gardenID, logID uint64, key string, p Photo, budget int64, authorize func(Log) error) (ph Photo, added bool, err error)
 	// Photo returns a photo of a log of the garden.
 	Photo(gardenID, logID, photoID uint64) (Photo, error)

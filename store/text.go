@@ -10,7 +10,7 @@ import (
 
 // Text a store keeps (names, emails, what a spatial server called a frame) must be
 // valid UTF-8 without control characters (Unicode Cc: U+0000–U+001F, U+007F–U+009F)
-// on every backend: PostgreSQL cannot store U+0000 or invalid UTF-8 at all, and a line
+// or invisible format characters (invisibleFormat) on every backend: PostgreSQL cannot store U+0000 or invalid UTF-8 at all, and a line
 // break or an escape sequence in a name garbles every listing and log that shows it.
 // New text that breaks the rule is refused (a 400 naming the field); text already
 // stored that breaks it (an older bbolt install, an import) is repaired on the way
@@ -27,9 +27,42 @@ func textProblem(v string) string {
 			return fmt.Sprintf("must be UTF-8 text (invalid byte 0x%02X at character %d)", v[i], chars)
 		case unicode.IsControl(r):
 			return fmt.Sprintf("must not contain control characters (%U at character %d)", r, chars)
+		case invisibleFormat(r):
+			return fmt.Sprintf("must not contain invisible format characters such as bidi controls or zero-width spaces (%U at character %d)", r, chars)
 		}
 	}
 	return ""
+}
+
+// Blank reports whether v shows nothing: it holds only white space, format
+// characters (Unicode Cf: zero-width spaces and joiners, direction marks, U+FEFF)
+// and the fillers that render as nothing (Hangul fillers, the blank Braille cell).
+// strings.TrimSpace leaves "\u200b" or "\u3164" standing: a title nobody can see.
+func Blank(v string) bool {
+	for _, r := range v {
+		switch {
+		case unicode.IsSpace(r), unicode.Is(unicode.Cf, r):
+		case r == '\u115F', r == '\u1160', r == '\u3164', r == '\uFFA0', r == '\u2800':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// oneLine reports whether v has no control character and no line or paragraph
+// separator (U+2028, U+2029), which break a line as a newline does.
+func oneLine(v string) bool {
+	return strings.IndexFunc(v, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) < 0
+}
+
+// invisibleFormat reports the format characters (Unicode Cf) text may not hold: bidi
+// controls (U+202E turns "gpj.exe" around), zero-width spaces and joiners of words
+// (U+200B, U+2060, U+FEFF), soft hyphens and the like, which make two names that look
+// alike differ, or one name look like another. The zero-width (non-)joiners
+// U+200C and U+200D stay: Persian, Indic scripts and emoji sequences need them.
+func invisibleFormat(r rune) bool {
+	return r >= 0xAD && r != 0x200C && r != 0x200D && unicode.Is(unicode.Cf, r)
 }
 
 // CleanText reports whether v is fit to store as text (see textProblem).
@@ -44,7 +77,7 @@ func RepairText(v string) (repaired string, changed bool) {
 	}
 	var b strings.Builder
 	for i, r := range v {
-		if r == utf8.RuneError && !strings.HasPrefix(v[i:], "\uFFFD") || unicode.IsControl(r) {
+		if r == utf8.RuneError && !strings.HasPrefix(v[i:], "\uFFFD") || unicode.IsControl(r) || invisibleFormat(r) {
 			b.WriteRune(utf8.RuneError)
 			continue
 		}
@@ -151,6 +184,15 @@ func repairArchived(record any) []Repair {
 		rp.record = fmt.Sprintf("position of %s/%s", r.Project, r.Cloud)
 		rp.text("frame", &r.Frame)
 		rp.text("reason", &r.Reason)
+	case *ArchivedAlert:
+		rp.record = fmt.Sprintf("alert %d", r.ID)
+		rp.text("bed_name", &r.BedName)
+	case *ArchivedSeries:
+		rp.record = fmt.Sprintf("history of bed %d", r.Bed)
+		if r.Plant != "" {
+			rp.record += ", plant " + strconv.Quote(r.Plant)
+		}
+		rp.text("name", &r.Name)
 	case *CloudJob:
 		rp.record = fmt.Sprintf("queued download of %s/%s", r.Project, r.Cloud)
 		rp.text("frame", &r.Frame)
@@ -205,3 +247,8 @@ func repairImport(in Import) (Import, []ImportProblem) {
 	}
 	return in, problems
 }
+
+// TextProblem is textProblem for callers outside the package that must say what is
+// wrong with text before it reaches a store in a form that would hide it (JSON
+// encoding turns invalid UTF-8 into U+FFFD).
+func TextProblem(v string) string { return textProblem(v) }

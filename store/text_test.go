@@ -18,6 +18,12 @@ func TestRepairText(t *testing.T) {
 		"bad\xff\xfe":    "bad\uFFFD\uFFFD",
 		"ok \uFFFD":      "ok \uFFFD",
 		"Ünïcödé 漢字 🌱":   "Ünïcödé 漢字 🌱",
+		// Bidi controls and zero-width spaces go; the joiners scripts and emoji
+		// sequences need stay.
+		"exe\u202Egpj":                "exe\uFFFDgpj",
+		"\u2066x\u2069\u200E\u200F":   "\uFFFDx\uFFFD\uFFFD\uFFFD",
+		"a\u200Bb\u2060c\uFEFF\u00AD": "a\uFFFDb\uFFFDc\uFFFD\uFFFD",
+		"می\u200Cخواهم 👩\u200D🌾":      "می\u200Cخواهم 👩\u200D🌾",
 	} {
 		got, changed := store.RepairText(in)
 		if got != want || changed != (in != want) {
@@ -32,6 +38,7 @@ func FuzzRepairText(f *testing.F) {
 	for _, s := range []string{"", "Farm", "a\x00b", "\xff", "\u0085", "\uFFFD", "x\x1b[0m"} {
 		f.Add(s)
 	}
+	f.Add("a\u202Eb\u200Bc")
 	f.Fuzz(func(t *testing.T, s string) {
 		got, changed := store.RepairText(s)
 		if !store.CleanText(got) || !utf8.ValidString(got) {

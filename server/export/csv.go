@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
@@ -15,18 +16,38 @@ import (
 
 // CSV files follow RFC 4180: UTF-8, CRLF line ends, a header row, fields quoted when
 // they hold a comma, quote or line break. Text that people typed or a server named
-// (titles, notes, names, units, species) is neutralised against formula injection:
-// a cell that a spreadsheet would run as a formula (starting with = + - @, a tab or
-// a carriage return) gets a leading apostrophe, which spreadsheets show as text.
-// Numbers gardend writes itself are left as they are, negative coordinates included.
+// (titles, notes, names, units, species, uuids) is neutralised against formula
+// injection: a cell that a spreadsheet would run as a formula gets a leading
+// apostrophe, which spreadsheets show as text. Numbers gardend writes itself are left
+// as they are, negative coordinates included.
 
 // text neutralises a cell of text for spreadsheets.
 func text(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	if formulaLike(s) {
 		return "'" + s
 	}
 	return s
 }
+
+// formulaLike reports whether a spreadsheet may run s as a formula: it starts with
+// a tab or a line break, or its first character past blanks and quotes (which an
+// import may trim) is = + - @ or their full-width forms (which some spreadsheets
+// read as the ASCII ones).
+func formulaLike(s string) bool {
+	for i, r := range s {
+		switch {
+		case i == 0 && (r == '\t' || r == '\r' || r == '\n'):
+			return true
+		case unicode.IsSpace(r) || strings.ContainsRune(quotes, r):
+			continue
+		}
+		return strings.ContainsRune("=+-@\uFF1D\uFF0B\uFF0D\uFF20", r)
+	}
+	return false
+}
+
+// quotes are the quotation marks an import may strip: ASCII, typographic, full-width.
+const quotes = "\"'\u2018\u2019\u201C\u201D\uFF02\uFF07"
 
 // csvWriter writes rows through a buffer; Flush reports the first error.
 type csvWriter struct {
@@ -93,7 +114,7 @@ func BedsCSV(w io.Writer, beds []Bed, now time.Time) error {
 	c := newCSV(w, "bed", "name", "uuid", "plants", "species", "variety", "latitude", "longitude",
 		"soil_humidity", "yield", "harvest", "harvest_weeks", "health_water", "health_nutrients", "health_diseases", "health", "error")
 	for _, b := range beds {
-		row := []string{strconv.FormatUint(b.ID, 10), text(b.Name), b.UUID}
+		row := []string{strconv.FormatUint(b.ID, 10), text(b.Name), text(b.UUID)}
 		if b.Err != "" {
 			row = append(row, "", "", "", "", "", "", "", "", "", "", "", "", "", text(b.Err))
 		} else {

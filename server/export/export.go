@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gardend/gardend/spatial"
 	"github.com/gardend/gardend/store"
@@ -109,7 +110,9 @@ func Disposition(g store.Garden, file string) string {
 	var own strings.Builder
 	for _, r := range strings.TrimSpace(g.Name) + "-" + file {
 		switch {
-		case r < 0x20 || r == 0x7f || strings.ContainsRune(`/\:*?"<>|`, r):
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.In(r, unicode.Zl, unicode.Zp) || strings.ContainsRune(`/\:*?"<>|`, r):
+			// Control and format characters (a right-to-left override would show
+			// "…-logs.csv" as something else), line separators, what file systems refuse.
 			own.WriteByte('_')
 		default:
 			own.WriteRune(r)

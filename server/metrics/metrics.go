@@ -43,6 +43,25 @@ type Sources struct {
 	Capacity func() Capacity
 	// Readiness runs the readiness checks (each bounded in time by the server).
 	Readiness func() []Check
+	// History: the background reader's lease and reads, and what was recorded.
+	History func() History
+	// Tiles: garden pictures queued for tiling, and being tiled now.
+	Tiles func() (queued, building int)
+}
+
+// History is what history's reader and recorder did since start.
+type History struct {
+	// Holding: this node holds the background reader's lease.
+	Holding bool
+	// BedsRead and BedsFailed count the background reader's reads of beds.
+	BedsRead, BedsFailed int64
+	// Recorded and Skipped count readings (from any read of a bed) handed to the
+	// store, and those skipped as what this node recorded last.
+	Recorded, Skipped int64
+	// BedPoints and PlantPoints count the points kept.
+	BedPoints, PlantPoints int64
+	// Raised and Closed count alerts.
+	Raised, Closed int64
 }
 
 // Capacity is what the server's limits hold now, and the limits.
@@ -379,6 +398,9 @@ func (m *Metrics) writeSources(e *expo) {
 		e.family("gardend_ready", "gauge", "1 while every required readiness check passes (what GET /readyz answers 200 for), else 0.")
 		e.sample("gardend_ready", "", ready)
 	}
+	if src.History != nil {
+		writeHistory(e, src.History())
+	}
 	if src.CloudQueue != nil {
 		// A failed read leaves the families out of this scrape (the server logs it):
 		// no value is better than a wrong one.
@@ -389,6 +411,12 @@ func (m *Metrics) writeSources(e *expo) {
 			e.family("gardend_pointcloud_downloads_in_progress", "gauge", "Point clouds being downloaded or processed now.")
 			e.sample("gardend_pointcloud_downloads_in_progress", "", float64(inFlight))
 		}
+	}
+	if src.Tiles != nil {
+		queued, building := src.Tiles()
+		e.family("gardend_tile_queue_jobs", "gauge", "Garden pictures whose thumbnail, preview and tiles are being built, by state: building, queued.")
+		e.sample("gardend_tile_queue_jobs", "", float64(building), "state", "building")
+		e.sample("gardend_tile_queue_jobs", "", float64(queued), "state", "queued")
 	}
 }
 
@@ -497,4 +525,25 @@ func appendEscaped(b []byte, s string, quote bool) []byte {
 		}
 	}
 	return b
+}
+
+func writeHistory(e *expo, h History) {
+	held := 0.0
+	if h.Holding {
+		held = 1
+	}
+	e.family("gardend_history_lease_held", "gauge", "1 while this node holds the lease of the background reader (one node of a cluster reads the beds), else 0.")
+	e.sample("gardend_history_lease_held", "", held)
+	e.family("gardend_history_background_reads_total", "counter", "Beds read by the background reader (--scan-interval), by outcome.")
+	e.sample("gardend_history_background_reads_total", "", float64(h.BedsRead), "outcome", "ok")
+	e.sample("gardend_history_background_reads_total", "", float64(h.BedsFailed), "outcome", "failed")
+	e.family("gardend_history_readings_total", "counter", "Reads of a bed (requests and the background reader) handed to the store (recorded), or skipped as what this node recorded last (skipped).")
+	e.sample("gardend_history_readings_total", "", float64(h.Recorded), "outcome", "recorded")
+	e.sample("gardend_history_readings_total", "", float64(h.Skipped), "outcome", "skipped")
+	e.family("gardend_history_points_total", "counter", "History points kept, of beds and of plants.")
+	e.sample("gardend_history_points_total", "", float64(h.BedPoints), "of", "bed")
+	e.sample("gardend_history_points_total", "", float64(h.PlantPoints), "of", "plant")
+	e.family("gardend_alerts_changes_total", "counter", "Alerts raised and closed by the measurements this node recorded (a change of thresholds is not counted).")
+	e.sample("gardend_alerts_changes_total", "", float64(h.Raised), "change", "raised")
+	e.sample("gardend_alerts_changes_total", "", float64(h.Closed), "change", "closed")
 }

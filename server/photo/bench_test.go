@@ -40,3 +40,20 @@ func BenchmarkProcess12MP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadHeader measures reading the header of a 12-megapixel photo of noise
+// (a large file), which walks every marker to the end to count the scans.
+func BenchmarkReadHeader(b *testing.B) {
+	img := image.NewYCbCr(image.Rect(0, 0, 4032, 3024), image.YCbCrSubsampleRatio420)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range img.Y {
+		img.Y[i] = uint8(r.IntN(256))
+	}
+	file := jpegWithMetadata(b, img, exif(binary.LittleEndian, 6))
+	b.SetBytes(int64(len(file)))
+	for b.Loop() {
+		if _, err := photo.ReadHeader(bytes.NewReader(file)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

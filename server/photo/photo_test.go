@@ -290,7 +290,7 @@ func TestLimits(t *testing.T) {
 	}{
 		{"48 MP phone JPEG 4:2:0", jpegFrameOnly(0xC0, 8000, 6000, 0x22, 0x11, 0x11), 48_000_000 * 3 / 2, true, ""},
 		{"48 MP JPEG 4:4:4", jpegFrameOnly(0xC0, 8000, 6000, 0x11, 0x11, 0x11), 144_000_000, false, "48.0 megapixels); a JPEG may have at most 24.0 megapixels"},
-		{"progressive 12 MP", jpegFrameOnly(0xC2, 4000, 3000, 0x22, 0x11, 0x11), 5 * 18_000_000, false, "a progressive JPEG may have at most"},
+		{"progressive 12 MP", jpegFrameOnly(0xC2, 4000, 3000, 0x22, 0x11, 0x11), 5 * 18_048_000, false, "a progressive JPEG may have at most"}, // 188 rows of 16-pixel MCUs
 		{"grey JPEG", jpegFrameOnly(0xC1, 4000, 3000, 0x11), 12_000_000, true, ""},
 		{"RGBA PNG 18 MP", pngHeaderOnly(6000, 3000, 8, 6, 0), 72_000_000, true, ""},
 		{"RGBA PNG 20 MP", pngHeaderOnly(5000, 4000, 8, 6, 0), 80_000_000, false, "a PNG may have at most 18.0 megapixels"},
@@ -352,6 +352,8 @@ func FuzzReadHeader(f *testing.F) {
 	jpeg.Encode(&buf, corners(), nil)
 	f.Add(buf.Bytes())
 	f.Add([]byte("\xFF\xD8\xFF\xE1\x00\x30Exif\x00\x00MM\x00*\x00\x00\x00\x08\x00\x01\x01\x12\x00\x03\x00\x00\x00\x01\x00\x06\x00\x00"))
+	f.Add(hiddenFrame(64, 64))
+	f.Add(manyScans(16, 16, 3))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := photo.ReadHeader(bytes.NewReader(data))
 		if err != nil {
@@ -362,6 +364,14 @@ func FuzzReadHeader(f *testing.F) {
 		}
 		if h.Width <= 0 || h.Height <= 0 || h.Orientation < 1 || h.Orientation > 8 || h.DecodeBytes < int64(h.Width)*int64(h.Height) {
 			t.Fatalf("header %+v", h)
+		}
+		// The size read is the size the decoder allocates by.
+		decodeConfig := jpeg.DecodeConfig
+		if h.ContentType == photo.PNG {
+			decodeConfig = png.DecodeConfig
+		}
+		if cfg, err := decodeConfig(bytes.NewReader(data)); err == nil && (cfg.Width != h.Width || cfg.Height != h.Height) {
+			t.Fatalf("header %+v, the decoder reads %d×%d", h, cfg.Width, cfg.Height)
 		}
 		// A header the limits accept decodes or fails cleanly, never panics.
 		if (photo.Limits{MaxPixels: 1 << 16}).Check(h) == nil {

@@ -2,6 +2,7 @@ package photo
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"image"
 	"image/color"
@@ -65,20 +66,31 @@ func MakeThumb(r io.Reader, h Header, thumbMax int, thumb io.Writer) error {
 	return nil
 }
 
+// maxConfigScan bounds what the decoder may read of a file to report its size.
+const maxConfigScan = maxHeaderScan + 1<<20
+
 func decode(r io.Reader, h Header) (image.Image, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var (
-		img image.Image
-		err error
-	)
+	decodeConfig, decodeImage := jpeg.DecodeConfig, jpeg.Decode
 	switch h.ContentType {
 	case JPEG:
-		img, err = jpeg.Decode(br)
 	case PNG:
-		img, err = png.Decode(br)
+		decodeConfig, decodeImage = png.DecodeConfig, png.Decode
 	default:
 		return nil, ErrNotPhoto
 	}
+	// The limits were checked against h: before the decoder allocates, its own
+	// reading of the header must report the same size, whatever trick a file plays
+	// on a reader of headers. What it reads is kept and read again.
+	br := bufio.NewReaderSize(r, 64<<10)
+	var head bytes.Buffer
+	cfg, err := decodeConfig(io.TeeReader(io.LimitReader(br, maxConfigScan), &head))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadPhoto, err)
+	}
+	if cfg.Width != h.Width || cfg.Height != h.Height {
+		return nil, fmt.Errorf("%w: its headers disagree on its size (%d×%d or %d×%d)", ErrBadPhoto, h.Width, h.Height, cfg.Width, cfg.Height)
+	}
+	img, err := decodeImage(io.MultiReader(&head, br))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPhoto, err)
 	}

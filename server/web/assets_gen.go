@@ -2,25 +2,28 @@
 
 package web
 
-const assetsVersion = "35a3df95f087adb6"
+const assetsVersion = "a3b396d4873f3fe7"
 
 var assetTable = []packedFile{
-	{name: "app.css", size: 17252, gzipSize: 4430, sum: "ee265b1827b4114c21b520d4"},
+	{name: "app.css", size: 20801, gzipSize: 5136, sum: "3579674166531d4c1ed1a1fa"},
 	{name: "icon.svg", size: 304, gzipSize: 232, sum: "ed1a766721100dcc5e2663c3"},
-	{name: "js/admin.js", size: 10674, gzipSize: 3660, sum: "6376e756a3dcfdda3bcd7298"},
-	{name: "js/api.js", size: 4668, gzipSize: 1826, sum: "d93475210f2c8dd348b5017a"},
+	{name: "js/admin.js", size: 11066, gzipSize: 3809, sum: "54747d4d5bdb43f99611b14b"},
+	{name: "js/alerts.js", size: 6790, gzipSize: 2604, sum: "1307f34406fec91c50d55c4f"},
+	{name: "js/api.js", size: 4996, gzipSize: 1975, sum: "ff1e3d54350af52121ed18e2"},
 	{name: "js/auth.js", size: 6763, gzipSize: 2048, sum: "5ce6a7268630c9b8cfb79b8e"},
+	{name: "js/charts.js", size: 5999, gzipSize: 2284, sum: "73742c4f1faba5fb36365bbd"},
 	{name: "js/company.js", size: 2171, gzipSize: 972, sum: "8a85fe2736f3394747b503f3"},
 	{name: "js/exports.js", size: 2952, gzipSize: 1348, sum: "510c1ae0f928239bbb55761b"},
-	{name: "js/garden.js", size: 15943, gzipSize: 5137, sum: "6d77ab4ef316f73670f0f459"},
+	{name: "js/garden.js", size: 17123, gzipSize: 5541, sum: "c073bad98a1efa8421e28873"},
 	{name: "js/gardendata.js", size: 2020, gzipSize: 963, sum: "2f008e6dd2aa992a100da09b"},
 	{name: "js/geo.js", size: 2074, gzipSize: 965, sum: "3001268f4f1d5fa93200ff3b"},
 	{name: "js/health.js", size: 4812, gzipSize: 1894, sum: "24259f928fb3f9f1b8dd5fd3"},
-	{name: "js/home.js", size: 3843, gzipSize: 1487, sum: "0228c43ad2eac0192d2e4417"},
-	{name: "js/images.js", size: 1825, gzipSize: 877, sum: "67e918e9c34033afe142a044"},
+	{name: "js/history.js", size: 11433, gzipSize: 3981, sum: "cbf5d977f8e6c396293b24a7"},
+	{name: "js/home.js", size: 4283, gzipSize: 1681, sum: "12d7702ff63ca861bb929bcf"},
+	{name: "js/images.js", size: 5475, gzipSize: 2091, sum: "56111f7103ae73c43475c65f"},
 	{name: "js/logbook.js", size: 11487, gzipSize: 4097, sum: "fbe45697b3bce208f85aed21"},
 	{name: "js/main.js", size: 3937, gzipSize: 1517, sum: "69fb0021d0b9ed03e4cd1f5b"},
-	{name: "js/map.js", size: 13804, gzipSize: 4272, sum: "d9fe149674a76fd3ad1cbf6e"},
+	{name: "js/map.js", size: 14984, gzipSize: 4618, sum: "4062dc9763cd1e1478a5ef31"},
 	{name: "js/outbox.js", size: 5386, gzipSize: 2228, sum: "cdf303c84717bb34f98673ac"},
 	{name: "js/perms.js", size: 3566, gzipSize: 1398, sum: "bd228c83acd8836656ab50ca"},
 	{name: "js/ply.js", size: 4951, gzipSize: 1904, sum: "b6957088ba94870d981a1475"},
@@ -28,6 +31,7 @@ var assetTable = []packedFile{
 	{name: "js/table.js", size: 5125, gzipSize: 2021, sum: "6b2c5d8e22691d906a415d3d"},
 	{name: "js/target.js", size: 8163, gzipSize: 2585, sum: "614c47265d9332c6269cd8a6"},
 	{name: "js/tasks.js", size: 2859, gzipSize: 1236, sum: "455335cfabeb4034b952d609"},
+	{name: "js/tiles.js", size: 6364, gzipSize: 2443, sum: "6e4cc14e50ee30cbfc58cdd2"},
 	{name: "js/ui.js", size: 6616, gzipSize: 2475, sum: "49b13c1cf0e1c026906995c4"},
 	{name: "js/view3d.js", size: 8486, gzipSize: 3312, sum: "76e2b692b8d72fc3879757b3"},
 	{name: "js/widgets.js", size: 1152, gzipSize: 565, sum: "c5e79a8f49af8b281b284597"},

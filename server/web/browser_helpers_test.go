@@ -58,11 +58,14 @@ type demoServer struct {
 	token string
 }
 
-func startDemo(t testing.TB, latency time.Duration) *demoServer {
+func startDemo(t testing.TB, latency time.Duration, configure ...func(*server.Config)) *demoServer {
 	t.Helper()
 	cfg := server.Config{
 		DataDir: t.TempDir(), Addr: "127.0.0.1:0", Demo: true, DemoLatency: latency,
 		Argon2: cheapArgon2, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+	}
+	for _, f := range configure {
+		f(&cfg)
 	}
 	st, err := bolt.Open(filepath.Join(cfg.DataDir, bolt.FileName), bolt.Options{})
 	if err != nil {
@@ -174,6 +177,11 @@ type page struct {
 	mu     sync.Mutex
 	errors []string
 	urls   []string
+	// Bytes received per request (encoded, as on the wire), by URL.
+	reqURL map[network.RequestID]string
+	bytes  map[string]float64
+	// URLs of the requests the page stopped (an AbortController) before their end.
+	canceled []string
 }
 
 func (b *browser) page(t testing.TB, base string, width, height int64) *page {
@@ -227,6 +235,18 @@ func (p *page) observe(ev any) {
 		}
 	case *network.EventRequestWillBeSent:
 		p.urls = append(p.urls, e.Request.URL)
+		if p.reqURL == nil {
+			p.reqURL, p.bytes = map[network.RequestID]string{}, map[string]float64{}
+		}
+		p.reqURL[e.RequestID] = e.Request.URL
+	case *network.EventLoadingFinished:
+		if u, ok := p.reqURL[e.RequestID]; ok {
+			p.bytes[u] += e.EncodedDataLength
+		}
+	case *network.EventLoadingFailed:
+		if u, ok := p.reqURL[e.RequestID]; ok && e.Canceled {
+			p.canceled = append(p.canceled, u)
+		}
 	}
 }
 
@@ -337,6 +357,20 @@ next:
 			p.errorf("request to another host: %s", raw)
 		}
 	}
+}
+
+// received sums the bytes received for the URLs that match, and resets the count.
+func (p *page) received(match func(url string) bool) (total float64, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for u, b := range p.bytes {
+		if match(u) {
+			total += b
+			n++
+		}
+	}
+	clear(p.bytes)
+	return total, n
 }
 
 // requested lists the URLs the page asked for so far.

@@ -105,6 +105,10 @@ type Plant struct {
 	// transform, or is "map").
 	MapPosition [2]float64
 	HasPosition bool
+	// Trouble marks the bed's plant meant to be in trouble: its health levels may
+	// exceed 3, the highest the original's client colours, and the simulation
+	// (Simulation) gives it a problem to go through. Other plants stay within 0–3.
+	Trouble bool
 }
 
 // Bed returns the bed with the given project uuid, or nil.

@@ -243,6 +243,7 @@ func (g *gen) bed(b, nPlants int, size [2]float64) Bed {
 		})
 		bed.Plants = append(bed.Plants, p)
 	}
+	markTrouble(&bed)
 	// Other geometry types are ignored by clients, even under a plant's name.
 	bed.Geometries = append(bed.Geometries,
 		Geometry{Name: "overview", UUID: g.uuid(), Type: TypeImage, FrameID: FrameMap, Stamp: stamp},

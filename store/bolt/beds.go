@@ -233,5 +233,8 @@ func deleteBed(tx *bbolt.Tx, b store.Bed, r *store.Removed) error {
 	if err := tx.Bucket(bucketBedValues).Delete(itob(b.ID)); err != nil {
 		return err
 	}
+	if err := deleteBedHistory(tx, b.ID); err != nil {
+		return err
+	}
 	return tx.Bucket(bucketBeds).Delete(itob(b.ID))
 }

@@ -24,6 +24,7 @@ func (s *Store) CheckIndexes() error {
 		c.beds()
 		c.clouds()
 		c.logs()
+		c.history()
 		return errors.Join(c.errs...)
 	})
 }

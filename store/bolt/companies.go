@@ -57,24 +57,12 @@ func (s *Store) Company(id uint64) (store.Company, error) {
 }
 
 // Companies returns every company by id (a site admin's view).
-func (s *Store) Companies() ([]store.Company, error) {
-	out := []store.Company{}
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		return eachUnder(tx, bucketCompanies, nil, func(c store.Company) { out = append(out, c) })
-	})
-	return out, err
-}
+func (s *Store) Companies() ([]store.Company, error) { return s.CompaniesPage(store.Page{}) }
 
 // CompaniesOfUser returns the companies on which the user holds a company permission,
 // by id. Garden permissions do not count (decisions.md: GET /companies).
 func (s *Store) CompaniesOfUser(userID uint64) ([]store.Company, error) {
-	var out []store.Company
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		var err error
-		out, err = getEach[store.Company](tx, bucketCompanies, "company", idsUnder(tx.Bucket(bucketUserCompany), itob(userID)))
-		return err
-	})
-	return out, err
+	return s.CompaniesOfUserPage(userID, store.Page{})
 }
 
 // DeleteCompany removes the company with its gardens, their beds, image records and

@@ -126,6 +126,9 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 		each(bucketPhotos, store.KindPhoto, func(k, v []byte) (any, error) {
 			return getPhoto(tx, btoi(k))
 		})
+		if err == nil {
+			err = exportHistory(tx, aw)
+		}
 		return err
 	})
 	if err != nil {
@@ -471,6 +474,9 @@ func (l *loader) load(kind string, rec any) error {
 			return err
 		}
 		return tx.Bucket(bucketImportMap).Put(key, itob(r.ID))
+	}
+	if handled, err := l.loadHistory(rec); handled {
+		return err
 	}
 	return fmt.Errorf("archive: unexpected %s record", kind)
 }

@@ -1,9 +1,7 @@
 package bolt
 
 import (
-	"bytes"
 	"fmt"
-	"slices"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -68,77 +66,25 @@ func (s *Store) Garden(id uint64) (store.Garden, error) {
 }
 
 // Gardens returns every garden by id (a site admin's view).
-func (s *Store) Gardens() ([]store.Garden, error) {
-	out := []store.Garden{}
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		return eachUnder(tx, bucketGardens, nil, func(g store.Garden) { out = append(out, g) })
-	})
-	return out, err
-}
+func (s *Store) Gardens() ([]store.Garden, error) { return s.GardensPage(store.Page{}) }
 
 // GardensVisibleTo returns every garden the user can read, each once, by id: all
 // gardens of companies where the user holds a company permission, and the gardens
 // with a garden permission of the user. The work follows the user's permissions, not
 // the number of gardens stored.
 func (s *Store) GardensVisibleTo(userID uint64) ([]store.Garden, error) {
-	var out []store.Garden
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		member := map[uint64]bool{}
-		var ids []uint64
-		companyGardens := tx.Bucket(bucketCompanyGardens) // opened once (getEach says why)
-		for _, companyID := range idsUnder(tx.Bucket(bucketUserCompany), itob(userID)) {
-			member[companyID] = true
-			ids = append(ids, idsUnder(companyGardens, itob(companyID))...)
-		}
-		c := tx.Bucket(bucketUserGarden).Cursor()
-		prefix := itob(userID)
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			// A garden of a member company is listed already.
-			if !member[btoi(k[8:])] {
-				ids = append(ids, btoi(k[16:]))
-			}
-		}
-		slices.Sort(ids)
-		var err error
-		out, err = getEach[store.Garden](tx, bucketGardens, "garden", ids)
-		return err
-	})
-	return out, err
+	return s.GardensVisibleToPage(userID, store.Page{})
 }
 
 // GardensOfCompany returns every garden of the company by id.
 func (s *Store) GardensOfCompany(companyID uint64) ([]store.Garden, error) {
-	var out []store.Garden
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		if _, err := getCompany(tx, companyID); err != nil {
-			return err
-		}
-		var err error
-		out, err = getEach[store.Garden](tx, bucketGardens, "garden", idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID)))
-		return err
-	})
-	return out, err
+	return s.GardensOfCompanyPage(companyID, store.Page{})
 }
 
 // CompanyGardensVisibleTo returns the gardens of the company the user can read, by id:
 // all of them with a company permission, else those with a garden permission.
 func (s *Store) CompanyGardensVisibleTo(companyID, userID uint64) ([]store.Garden, error) {
-	var out []store.Garden
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		if _, err := getCompany(tx, companyID); err != nil {
-			return err
-		}
-		var ids []uint64
-		if tx.Bucket(bucketPermCompany).Get(pairKey(companyID, userID)) != nil {
-			ids = idsUnder(tx.Bucket(bucketCompanyGardens), itob(companyID))
-		} else {
-			ids = idsUnder(tx.Bucket(bucketUserGarden), pairKey(userID, companyID))
-		}
-		var err error
-		out, err = getEach[store.Garden](tx, bucketGardens, "garden", ids)
-		return err
-	})
-	return out, err
+	return s.CompanyGardensVisibleToPage(companyID, userID, store.Page{})
 }
 
 // DeleteGarden removes a garden of the company with its beds, image record,
@@ -178,6 +124,9 @@ func deleteGarden(tx *bbolt.Tx, g store.Garden, r *store.Removed) error {
 		}
 	}
 	if err := tx.Bucket(bucketGardenCoords).Delete(itob(g.ID)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketGuidance).Delete(itob(g.ID)); err != nil {
 		return err
 	}
 	if err := tx.Bucket(bucketCompanyGardens).Delete(pairKey(g.Company, g.ID)); err != nil {

@@ -432,7 +432,7 @@ func (s *Store) ListLogs(gardenID uint64, f store.LogFilter) (store.LogPage, err
 		}
 		j := newJoin(tx.Bucket(bucketLogIndex), gardenID, terms, f)
 		users := map[uint64]string{}
-		for len(page.Logs) < limit {
+		for text := 0; len(page.Logs) < limit && text < store.MaxLogPageText; {
 			id, ok := j.next()
 			if !ok {
 				return nil
@@ -446,6 +446,7 @@ func (s *Store) ListLogs(gardenID uint64, f store.LogFilter) (store.LogPage, err
 				return err
 			}
 			page.Logs = append(page.Logs, l)
+			text += l.TextSize()
 		}
 		// One more match means one more page.
 		if _, more := j.next(); more {
@@ -541,7 +542,8 @@ func (s *Store) PendingTasks(assigneeID uint64, visible map[uint64]bool) ([]stor
 		users := map[uint64]string{}
 		c := tx.Bucket(bucketTasks).Cursor()
 		prefix := itob(assigneeID)
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(out) < store.MaxTasks; k, v = c.Next() {
+		text := 0
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(out) < store.MaxTasks && text < store.MaxLogPageText; k, v = c.Next() {
 			if visible != nil && !visible[btoi(v)] {
 				continue
 			}
@@ -554,6 +556,7 @@ func (s *Store) PendingTasks(assigneeID uint64, visible map[uint64]bool) ([]stor
 				return err
 			}
 			out = append(out, l)
+			text += l.TextSize()
 		}
 		return nil
 	})

@@ -2,9 +2,7 @@ package bolt
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
-	"slices"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -244,51 +242,14 @@ func (s *Store) RemoveGardenPermission(gardenID, actorID uint64, username string
 	return removed, err
 }
 
-// members lists the permissions on owner (a company or garden id) stored in b, by
-// permission id, with current usernames.
-func members(tx *bbolt.Tx, b *bbolt.Bucket, owner uint64) ([]store.Permission, error) {
-	out := []store.Permission{}
-	for _, userID := range idsUnder(b, itob(owner)) {
-		p, _, err := getPerm(b, pairKey(owner, userID))
-		if err != nil {
-			return nil, err
-		}
-		u, err := getUser(tx, userID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, store.Permission{ID: p.id, UserID: userID, Username: u.Username, Level: p.level})
-	}
-	slices.SortFunc(out, func(a, b store.Permission) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
-}
-
 // CompanyPermissions lists the company's permissions by id.
 func (s *Store) CompanyPermissions(companyID uint64) ([]store.Permission, error) {
-	var out []store.Permission
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		if _, err := getCompany(tx, companyID); err != nil {
-			return err
-		}
-		var err error
-		out, err = members(tx, tx.Bucket(bucketPermCompany), companyID)
-		return err
-	})
-	return out, err
+	return s.CompanyPermissionsPage(companyID, store.Page{})
 }
 
 // GardenPermissions lists the garden's permissions by id.
 func (s *Store) GardenPermissions(gardenID uint64) ([]store.Permission, error) {
-	var out []store.Permission
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		if _, err := getGarden(tx, gardenID); err != nil {
-			return err
-		}
-		var err error
-		out, err = members(tx, tx.Bucket(bucketPermGarden), gardenID)
-		return err
-	})
-	return out, err
+	return s.GardenPermissionsPage(gardenID, store.Page{})
 }
 
 // ListPermissions returns every permission of both kinds, by company or garden and then

@@ -64,6 +64,9 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 					return err
 				}
 				if q.ClientKey == p.ClientKey {
+					if q.Uploader != p.Uploader {
+						return store.PhotoKeyOfAnother()
+					}
 					earlier = &q
 					return nil
 				}
@@ -77,6 +80,9 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 			if err := authorize(l); err != nil {
 				return err
 			}
+		}
+		if len(idsUnder(tx.Bucket(bucketLogPhotos), itob(logID))) >= store.MaxLogPhotos {
+			return store.LogPhotosFull(logID)
 		}
 		if used := int64(photoBytes(tx)); budget > 0 && used+p.Bytes() > budget {
 			return store.PhotoStorageFull(used, p.Bytes(), budget)

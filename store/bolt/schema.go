@@ -51,6 +51,16 @@ var (
 	bucketChanges        = []byte("changes")         // seq → store.Change; its sequence numbers them
 	bucketBedValues      = []byte("bed_values")      // bedID → store.BedValues
 	bucketReplicaCursors = []byte("replica_cursors") // site → last sequence applied from it
+
+	// History, alerts and guidance (history.go, alerts.go).
+	bucketHistorySeries = []byte("history_series") // bedID|plant → seriesRecord ("" for the bed)
+	bucketHistoryPoints = []byte("history_points") // seriesID|day → chunk (store.EncodeChunk)
+	bucketAlerts        = []byte("alerts")         // id → alertRecord
+	bucketAlertsOpen    = []byte("alerts_open")    // bedID|plant|0|kind → id, open alerts
+	bucketGardenAlerts  = []byte("garden_alerts")  // gardenID|0|id (open), gardenID|1|^closed|id → nil
+	bucketBedAlerts     = []byte("bed_alerts")     // bedID|id → nil
+	bucketGuidance      = []byte("guidance")       // gardenID → store.Guidance
+	bucketLeases        = []byte("leases")         // name → leaseRecord
 )
 
 // allBuckets are created on open; a feature adds its buckets here.
@@ -63,6 +73,8 @@ var allBuckets = [][]byte{
 	bucketImportMap,
 	bucketLogs, bucketLogIndex, bucketTasks, bucketPhotos, bucketLogPhotos, bucketPlantIDs, bucketPlantIDNames,
 	bucketChanges, bucketBedValues, bucketReplicaCursors,
+	bucketHistorySeries, bucketHistoryPoints, bucketAlerts, bucketAlertsOpen, bucketGardenAlerts, bucketBedAlerts,
+	bucketGuidance, bucketLeases,
 }
 
 var keySchemaVersion = []byte("schema_version")
@@ -79,10 +91,13 @@ var migrations = []func(tx *bbolt.Tx) error{
 	// 3 → 4: the logbook's buckets (created on open); the version keeps a gardend
 	// that does not know them from opening the file and orphaning their records.
 	func(*bbolt.Tx) error { return nil },
-	// 4 → 5: the change feed, bed values and replica cursors of sync between sites
+	// 4 → 5: history, alerts, guidance and leases (buckets created on open), kept
+	// from a gardend that does not know them in the same way.
+	func(*bbolt.Tx) error { return nil },
+	// 5 → 6: the change feed, bed values and replica cursors of sync between sites
 	// (changes.go); their buckets are created before migrations run. The version
 	// keeps an older gardend, which would write without recording changes, off the
-	// file. A step of its own: if another step lands first, this one moves after it.
+	// file.
 	func(*bbolt.Tx) error { return nil },
 }
 

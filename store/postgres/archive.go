@@ -165,6 +165,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) error {
 				})
 			},
 		}
+		steps = append(steps, exportHistorySteps(each)...)
 		for _, step := range steps {
 			if err := step(); err != nil {
 				return err
@@ -292,7 +293,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 // recordTables are the tables of records: an import with Replace empties them all.
 var recordTables = []string{"users", "tokens", "widgets", "companies", "gardens", "garden_coordinates",
 	"company_permissions", "garden_permissions", "projects", "beds", "plant_positions", "cloud_jobs",
-	"images", "image_chunks", "import_map", "plant_ids", "logs", "photos", "photo_content", "photo_chunks", "bed_values"}
+	"images", "image_chunks", "import_map", "plant_ids", "logs", "photos", "photo_content", "photo_chunks",
+	"history_series", "history_chunks", "alerts", "guidance", "bed_values"}
 
 // importer queues the inserts of an import and sends them in batches.
 type importer struct {
@@ -483,6 +485,9 @@ func (im *importer) load(kind string, rec any) error {
 	case *store.ImportMapEntry:
 		return im.queue(fmt.Sprintf("import map entry %s/%s/%d", r.Source, r.Kind, r.Key),
 			`INSERT INTO import_map (source, kind, key, id) VALUES ($1, $2, $3, $4)`, r.Source, string(r.Kind), r.Key, r.ID)
+	}
+	if handled, err := im.loadHistory(rec); handled {
+		return err
 	}
 	return errors.New("archive: unexpected " + kind + " record")
 }

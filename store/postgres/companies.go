@@ -74,25 +74,12 @@ func collectCompanies(rows pgx.Rows, err error) ([]store.Company, error) {
 }
 
 // Companies returns every company by id (a site admin's view).
-func (s *Store) Companies() ([]store.Company, error) {
-	var out []store.Company
-	err := s.do(func(ctx context.Context) (err error) {
-		out, err = collectCompanies(s.pool.Query(ctx, `SELECT id, name FROM companies ORDER BY id`))
-		return err
-	})
-	return out, err
-}
+func (s *Store) Companies() ([]store.Company, error) { return s.CompaniesPage(store.Page{}) }
 
 // CompaniesOfUser returns the companies on which the user holds a company permission,
 // by id. Garden permissions do not count (decisions.md: GET /companies).
 func (s *Store) CompaniesOfUser(userID uint64) ([]store.Company, error) {
-	var out []store.Company
-	err := s.do(func(ctx context.Context) (err error) {
-		out, err = collectCompanies(s.pool.Query(ctx, `SELECT c.id, c.name FROM company_permissions p
-			JOIN companies c ON c.id = p.company_id WHERE p.user_id = $1 ORDER BY c.id`, userID))
-		return err
-	})
-	return out, err
+	return s.CompaniesOfUserPage(userID, store.Page{})
 }
 
 // DeleteCompany removes the company with its gardens, their beds, images and

@@ -78,63 +78,25 @@ func (s *Store) Garden(id uint64) (store.Garden, error) {
 }
 
 // Gardens returns every garden by id (a site admin's view).
-func (s *Store) Gardens() ([]store.Garden, error) {
-	var out []store.Garden
-	err := s.do(func(ctx context.Context) (err error) {
-		out, err = collectGardens(s.pool.Query(ctx, `SELECT `+gardenColumns+` FROM gardens g ORDER BY g.id`))
-		return err
-	})
-	return out, err
-}
+func (s *Store) Gardens() ([]store.Garden, error) { return s.GardensPage(store.Page{}) }
 
 // GardensVisibleTo returns every garden the user can read, each once, by id: all
 // gardens of companies where the user holds a company permission, and the gardens
 // with a garden permission of the user. Both halves start from the user's permissions
 // (indexed by user), so the work follows them, not the number of gardens stored.
 func (s *Store) GardensVisibleTo(userID uint64) ([]store.Garden, error) {
-	var out []store.Garden
-	err := s.do(func(ctx context.Context) (err error) {
-		out, err = collectGardens(s.pool.Query(ctx, `
-			SELECT `+gardenColumns+` FROM company_permissions p JOIN gardens g ON g.company_id = p.company_id
-			WHERE p.user_id = $1
-			UNION
-			SELECT `+gardenColumns+` FROM garden_permissions p JOIN gardens g ON g.id = p.garden_id
-			WHERE p.user_id = $1
-			ORDER BY 1`, userID))
-		return err
-	})
-	return out, err
+	return s.GardensVisibleToPage(userID, store.Page{})
 }
 
 // GardensOfCompany returns every garden of the company by id.
 func (s *Store) GardensOfCompany(companyID uint64) ([]store.Garden, error) {
-	var out []store.Garden
-	err := s.read(func(ctx context.Context, tx pgx.Tx) (err error) {
-		if _, err := companyByID(ctx, tx, companyID); err != nil {
-			return err
-		}
-		out, err = collectGardens(tx.Query(ctx, `SELECT `+gardenColumns+` FROM gardens g WHERE g.company_id = $1 ORDER BY g.id`, companyID))
-		return err
-	})
-	return out, err
+	return s.GardensOfCompanyPage(companyID, store.Page{})
 }
 
 // CompanyGardensVisibleTo returns the gardens of the company the user can read, by id:
 // all of them with a company permission, else those with a garden permission.
 func (s *Store) CompanyGardensVisibleTo(companyID, userID uint64) ([]store.Garden, error) {
-	var out []store.Garden
-	err := s.read(func(ctx context.Context, tx pgx.Tx) (err error) {
-		if _, err := companyByID(ctx, tx, companyID); err != nil {
-			return err
-		}
-		out, err = collectGardens(tx.Query(ctx, `SELECT `+gardenColumns+` FROM gardens g
-			WHERE g.company_id = $1 AND (
-				EXISTS (SELECT 1 FROM company_permissions p WHERE p.company_id = $1 AND p.user_id = $2)
-				OR EXISTS (SELECT 1 FROM garden_permissions p WHERE p.garden_id = g.id AND p.user_id = $2))
-			ORDER BY g.id`, companyID, userID))
-		return err
-	})
-	return out, err
+	return s.CompanyGardensVisibleToPage(companyID, userID, store.Page{})
 }
 
 // DeleteGarden removes a garden of the company with its beds, image, coordinates and

@@ -194,8 +194,9 @@ func (s *Store) putChunks(ctx context.Context, path string, r io.Reader) (int64,
 	return size, err
 }
 
-// OpenImage streams the content at path chunk by chunk: each chunk is one short query,
-// so a slow reader holds no connection and no transaction. Content removed while it
+// OpenImage streams the content at path a piece of a chunk at a time (chunks.go): each
+// piece is one short query, so a slow reader holds no connection, no transaction and
+// no more than a piece. Content removed while it
 // is read (a newer upload replaced it) ends the stream with an error wrapping
 // ErrNotFound rather than with wrong bytes.
 func (s *Store) OpenImage(ctx context.Context, path string) (io.ReadCloser, int64, error) {
@@ -209,46 +210,8 @@ func (s *Store) OpenImage(ctx context.Context, path string) (io.ReadCloser, int6
 	if err != nil {
 		return nil, 0, err
 	}
-	return &imageReader{s: s, ctx: ctx, path: path, left: *size}, *size, nil
-}
-
-type imageReader struct {
-	s     *Store
-	ctx   context.Context
-	path  string
-	seq   int32
-	chunk []byte
-	left  int64
-}
-
-func (r *imageReader) Read(p []byte) (int, error) {
-	if len(r.chunk) == 0 {
-		if r.left <= 0 {
-			return 0, io.EOF
-		}
-		err := r.s.doCtx(r.ctx, func(ctx context.Context) error {
-			return r.s.pool.QueryRow(ctx, `SELECT data FROM image_chunks WHERE path = $1 AND seq = $2`, r.path, r.seq).Scan(&r.chunk)
-		})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, fmt.Errorf("image %s was removed while it was read: %w", r.path, store.ErrNotFound)
-		}
-		if err != nil {
-			return 0, err
-		}
-		if int64(len(r.chunk)) > r.left {
-			return 0, fmt.Errorf("image %s: chunk %d runs past its size", r.path, r.seq)
-		}
-		r.seq++
-		r.left -= int64(len(r.chunk))
-	}
-	n := copy(p, r.chunk)
-	r.chunk = r.chunk[n:]
-	return n, nil
-}
-
-func (r *imageReader) Close() error {
-	r.chunk, r.left = nil, 0
-	return nil
+	return &chunkReader{s: s, ctx: ctx, path: path, left: *size, what: "image " + path,
+		query: `SELECT substring(data FROM $3 FOR $4), octet_length(data) FROM image_chunks WHERE path = $1 AND seq = $2`}, *size, nil
 }
 
 // RemoveImage deletes the content at path unless a garden shows it; content gone

@@ -74,7 +74,8 @@ var kindTables = map[store.ImportKind]string{
 }
 
 // idTables are the tables whose ids come from an identity sequence.
-var idTables = []string{"users", "companies", "gardens", "company_permissions", "garden_permissions", "beds", "logs", "photos"}
+var idTables = []string{"users", "companies", "gardens", "company_permissions", "garden_permissions", "beds", "logs", "photos",
+	"alerts"}
 
 // advanceSequences moves every identity sequence past the largest id of its table
 // (never back), after rows were written with ids of their own.

@@ -391,21 +391,35 @@ func (s *Store) ListLogs(gardenID uint64, f store.LogFilter) (store.LogPage, err
 		if err != nil {
 			return err
 		}
-		logs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Log, error) { return scanLog(r) })
-		if err != nil {
-			return err
-		}
-		if len(logs) > limit {
-			logs = logs[:limit]
-			last := logs[limit-1]
-			page.Next = &store.LogCursor{At: last.At, ID: last.ID}
-		}
-		if logs != nil {
-			page.Logs = logs
-		}
-		return nil
+		page.Logs, page.Next, err = collectPage(rows, limit)
+		return err
 	})
 	return page, err
+}
+
+// collectPage reads rows (a page's logs and one more) up to limit logs or
+// MaxLogPageText of text; the rest is read past, never kept. A row beyond the
+// page makes the cursor of the next.
+func collectPage(rows pgx.Rows, limit int) ([]store.Log, *store.LogCursor, error) {
+	defer rows.Close()
+	logs := []store.Log{}
+	var next *store.LogCursor
+	text := 0
+	for rows.Next() {
+		if len(logs) == limit || text >= store.MaxLogPageText {
+			last := logs[len(logs)-1]
+			next = &store.LogCursor{At: last.At, ID: last.ID}
+			break
+		}
+		l, err := scanLog(rows)
+		if err != nil {
+			return nil, nil, err
+		}
+		logs = append(logs, l)
+		text += l.TextSize()
+	}
+	rows.Close()
+	return logs, next, rows.Err()
 }
 
 // PendingTasks returns the pending tasks assigned to the user (store.LogStore).
@@ -428,7 +442,7 @@ func (s *Store) PendingTasks(assigneeID uint64, visible map[uint64]bool) ([]stor
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Log, error) { return scanLog(r) })
+		out, _, err = collectPage(rows, store.MaxTasks)
 		return err
 	})
 	if out == nil && err == nil {

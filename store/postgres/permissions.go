@@ -212,30 +212,12 @@ func collectPermissions(rows pgx.Rows, err error) ([]store.Permission, error) {
 
 // CompanyPermissions lists the company's permissions by id, with current usernames.
 func (s *Store) CompanyPermissions(companyID uint64) ([]store.Permission, error) {
-	var out []store.Permission
-	err := s.read(func(ctx context.Context, tx pgx.Tx) (err error) {
-		if _, err := companyByID(ctx, tx, companyID); err != nil {
-			return err
-		}
-		out, err = collectPermissions(tx.Query(ctx, `SELECT p.id, p.user_id, u.username, p.level
-			FROM company_permissions p JOIN users u ON u.id = p.user_id WHERE p.company_id = $1 ORDER BY p.id`, companyID))
-		return err
-	})
-	return out, err
+	return s.CompanyPermissionsPage(companyID, store.Page{})
 }
 
 // GardenPermissions lists the garden's permissions by id, with current usernames.
 func (s *Store) GardenPermissions(gardenID uint64) ([]store.Permission, error) {
-	var out []store.Permission
-	err := s.read(func(ctx context.Context, tx pgx.Tx) (err error) {
-		if _, err := gardenByID(ctx, tx, gardenID); err != nil {
-			return err
-		}
-		out, err = collectPermissions(tx.Query(ctx, `SELECT p.id, p.user_id, u.username, p.level
-			FROM garden_permissions p JOIN users u ON u.id = p.user_id WHERE p.garden_id = $1 ORDER BY p.id`, gardenID))
-		return err
-	})
-	return out, err
+	return s.GardenPermissionsPage(gardenID, store.Page{})
 }
 
 // ListPermissions returns every permission of both kinds, by company or garden and then

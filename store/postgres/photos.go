@@ -65,6 +65,9 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 		if p.ClientKey != "" {
 			q, err := scanPhoto(tx.QueryRow(ctx, `SELECT `+photoColumns+` FROM photos WHERE log_id = $1 AND client_key = $2`, logID, p.ClientKey))
 			if err == nil {
+				if q.Uploader != p.Uploader {
+					return store.PhotoKeyOfAnother()
+				}
 				earlier = &q
 				return nil
 			}
@@ -76,6 +79,10 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 			if err := authorize(l); err != nil {
 				return err
 			}
+		}
+		// The log's row lock orders the photos added to it: the count holds.
+		if len(l.Photos) >= store.MaxLogPhotos {
+			return store.LogPhotosFull(logID)
 		}
 		if budget > 0 {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, photoBudgetLock); err != nil {
@@ -335,7 +342,7 @@ func (s *Store) PutPhoto(ctx context.Context, gardenID uint64, ext string, r io.
 	return path, size, nil
 }
 
-// OpenPhoto streams the content at path chunk by chunk.
+// OpenPhoto streams the content at path a piece of a chunk at a time (chunks.go).
 func (s *Store) OpenPhoto(ctx context.Context, path string) (io.ReadCloser, int64, error) {
 	var size *int64
 	err := s.doCtx(ctx, func(ctx context.Context) error {
@@ -347,8 +354,8 @@ func (s *Store) OpenPhoto(ctx context.Context, path string) (io.ReadCloser, int6
 	if err != nil {
 		return nil, 0, err
 	}
-	return &chunkReader{s: s, ctx: ctx, path: path, left: *size,
-		query: `SELECT data FROM photo_chunks WHERE path = $1 AND seq = $2`}, *size, nil
+	return &chunkReader{s: s, ctx: ctx, path: path, left: *size, what: path,
+		query: `SELECT substring(data FROM $3 FOR $4), octet_length(data) FROM photo_chunks WHERE path = $1 AND seq = $2`}, *size, nil
 }
 
 // RemovePhoto deletes the content at path unless a photo refers to it.
@@ -372,45 +379,4 @@ func (s *Store) SweepUnreferencedPhotos(ctx context.Context, grace time.Duration
 		return err
 	})
 	return n, err
-}
-
-// chunkReader reads content stored in chunks, one short query per chunk.
-type chunkReader struct {
-	s     *Store
-	ctx   context.Context
-	path  string
-	query string
-	seq   int32
-	chunk []byte
-	left  int64
-}
-
-func (r *chunkReader) Read(p []byte) (int, error) {
-	if len(r.chunk) == 0 {
-		if r.left <= 0 {
-			return 0, io.EOF
-		}
-		err := r.s.doCtx(r.ctx, func(ctx context.Context) error {
-			return r.s.pool.QueryRow(ctx, r.query, r.path, r.seq).Scan(&r.chunk)
-		})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, fmt.Errorf("%s was removed while it was read: %w", r.path, store.ErrNotFound)
-		}
-		if err != nil {
-			return 0, err
-		}
-		if int64(len(r.chunk)) > r.left {
-			return 0, fmt.Errorf("%s: chunk %d runs past its size", r.path, r.seq)
-		}
-		r.seq++
-		r.left -= int64(len(r.chunk))
-	}
-	n := copy(p, r.chunk)
-	r.chunk = r.chunk[n:]
-	return n, nil
-}
-
-func (r *chunkReader) Close() error {
-	r.chunk, r.left = nil, 0
-	return nil
 }

@@ -17,6 +17,7 @@ var tables = []string{
 	"image_chunks", "images", "plant_positions", "projects", "tokens", "users", "widgets", "beds",
 	"meta", "import_map",
 	"logs", "photos", "photo_content", "photo_chunks", "plant_ids",
+	"history_series", "history_chunks", "alerts", "guidance", "leases",
 }
 
 // Stats counts the rows of every table in one snapshot; FileBytes is the size of the
@@ -126,6 +127,9 @@ var invariants = []struct{ name, query string }{
 	{"photo content size", `SELECT 'photo content ' || c.path || ': ' || coalesce(sum(octet_length(k.data)), 0) || ' bytes stored, size says ' || c.size
 		FROM photo_content c LEFT JOIN photo_chunks k ON k.path = c.path WHERE c.size IS NOT NULL
 		GROUP BY c.path, c.size HAVING coalesce(sum(octet_length(k.data)), 0) <> c.size`},
+	{"alert of another garden than its bed", `SELECT 'alert ' || a.id || ': garden ' || a.garden_id || ', its bed''s ' || b.garden_id FROM alerts a
+		JOIN beds b ON b.id = a.bed_id WHERE b.garden_id <> a.garden_id`},
+	{"empty history chunk", `SELECT 'history chunk ' || series || '/' || day || ': no points' FROM history_chunks WHERE n < 1`},
 }
 
 // CheckIndexes runs every invariant query in one snapshot and returns every

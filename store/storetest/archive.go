@@ -110,6 +110,7 @@ func Fill(tb testing.TB, st store.Backend, clock *Clock) {
 	must(err)
 	_, err = st.DeleteBed(g3.ID, *o.Bed)
 	must(err)
+	fillHistory(tb, st, clock, g1, ann)
 }
 
 // mustBedOf returns the garden's first bed.

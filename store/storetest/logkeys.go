@@ -158,6 +158,12 @@ func testPhotoClientKeys(t *testing.T, h Harness) {
 	if n, err := st.PhotoBytes(); err != nil || n != first.Bytes() {
 		t.Fatalf("photo bytes %d, %v; want %d", n, err, first.Bytes())
 	}
+	// Another user's photo with the same key is refused: a retry answers the
+	// caller's own photo, never another's (nor drops the caller's picture).
+	someoneElse := photo(7)
+	someoneElse.Uploader = first.Uploader + 1
+	_, _, err = st.AddPhotoOnce(g.ID, l.ID, "k-1", someoneElse, 0, nil)
+	wantField(t, err, "Idempotency-Key", "another user")
 	// Another log's same key, and a plain photo, are photos of their own.
 	if ph, added, err := st.AddPhotoOnce(g.ID, other.ID, "k-1", photo(3), 0, nil); err != nil || !added || ph.ID == first.ID {
 		t.Fatalf("another log's key: %+v, %v, %v", ph, added, err)

@@ -720,3 +720,56 @@ func testPlantIDs(t *testing.T, h Harness) {
 		t.Fatalf("kept after the bed came back %v", kept)
 	}
 }
+
+// testLogsTextBudget: a page of logs ends early, with its cursor, once its titles and
+// notes reach MaxLogPageText, and the pages together still give every log once; the
+// pending tasks answer stops there too. (200 logs of 20,000 four-byte characters
+// were 16 MB in one page, 1000 tasks 80 MB.)
+func testLogsTextBudget(t *testing.T, h Harness) {
+	lb := newLogbook(t, h)
+	notes := strings.Repeat("🌱", store.MaxLogNotes) // 80,000 bytes
+	perPage := store.MaxLogPageText/len(notes) + 1  // the log that reaches the budget ends the page
+	n := 2*perPage + 1                              // three pages, the budget ending two
+	for i := range n {
+		p := patch(store.LogTask, fmt.Sprintf("task %d", i))
+		p.Notes = &notes
+		p.At = ptr(lb.clock.Now().Add(time.Duration(i) * time.Minute))
+		reader := "reader"
+		p.Assignee = &reader
+		lb.create(t, lb.owner, p)
+	}
+	var all []store.Log
+	f := store.LogFilter{Limit: store.MaxLogPage}
+	for pages := 0; ; pages++ {
+		page, err := lb.st.ListLogs(lb.garden.ID, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Logs) > perPage {
+			t.Fatalf("a page of %d logs of %d bytes of notes; want at most %d", len(page.Logs), len(notes), perPage)
+		}
+		all = append(all, page.Logs...)
+		if page.Next == nil {
+			break
+		}
+		if pages > n {
+			t.Fatal("pages without end")
+		}
+		f.After = page.Next
+	}
+	if len(all) != n {
+		t.Fatalf("the pages gave %d logs, want %d", len(all), n)
+	}
+	for i, l := range all {
+		if want := fmt.Sprintf("task %d", n-1-i); l.Title != want {
+			t.Fatalf("log %d of the pages is %q, want %q", i, l.Title, want)
+		}
+	}
+	tasks, err := lb.st.PendingTasks(lb.reader.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != perPage || tasks[0].Title != "task 0" {
+		t.Fatalf("PendingTasks gave %d tasks (first %q); want the %d soonest", len(tasks), tasks[0].Title, perPage)
+	}
+}

@@ -45,6 +45,7 @@ func Run(t *testing.T, h Harness) {
 		{"Stats", testStats},
 		{"CreateCompany", testCreateCompany},
 		{"GardenVisibility", testGardenVisibility},
+		{"ListPages", testListPages},
 		{"Access", testAccess},
 		{"DeleteCompanyCascade", testDeleteCompanyCascade},
 		{"DeleteGarden", testDeleteGarden},
@@ -96,6 +97,9 @@ func Run(t *testing.T, h Harness) {
 		{"LogsList", testLogsList},
 		{"LogsListMatchesModel", testLogsListMatchesModel},
 		{"PendingTasks", testPendingTasks},
+		{"LogPageText", testLogPageText},
+		{"LogPhotosBounded", testLogPhotosBounded},
+		{"LogsTextBudget", testLogsTextBudget},
 		{"LogPhotos", testLogPhotos},
 		{"LogClientKeys", testLogClientKeys},
 		{"LogClientKeysTogether", testLogClientKeysTogether},
@@ -109,6 +113,15 @@ func Run(t *testing.T, h Harness) {
 		{"ReplicaRecords", testReplicaRecords},
 		{"ReplicaUsernames", testReplicaUsernames},
 		{"ReplicaLogs", testReplicaLogs},
+		{"HistoryRecordsEachMeasurementOnce", testHistoryRecordsEachMeasurementOnce},
+		{"HistoryReadOnceAcrossNodes", testHistoryReadOnceAcrossNodes},
+		{"HistoryRetention", testHistoryRetention},
+		{"AlertsFollowMeasurements", testAlertsFollowMeasurements},
+		{"AlertTask", testAlertTask},
+		{"Guidance", testGuidance},
+		{"Leases", testLeases},
+		{"HistoryArchive", testHistoryArchive},
+		{"ArchiveFormat3", testArchiveFormat3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

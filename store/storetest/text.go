@@ -14,14 +14,19 @@ import (
 )
 
 // badText are values no store keeps: U+0000 (PostgreSQL cannot), other control
-// characters, invalid UTF-8.
+// characters, invisible format characters (bidi controls, zero-width spaces), invalid
+// UTF-8.
 var badText = map[string]string{
-	"NUL":          "a\x00b",
-	"escape":       "red\x1b[31m",
-	"line break":   "two\nlines",
-	"DEL":          "x\x7f",
-	"C1 control":   "next\u0085line",
-	"invalid UTF8": "bad\xffbyte",
+	"bidi override":    "invoice\u202Egpj.exe",
+	"bidi isolate":     "\u2067admin\u2069",
+	"zero-width space": "ann\u200B",
+	"byte order mark":  "\uFEFFFarm",
+	"NUL":              "a\x00b",
+	"escape":           "red\x1b[31m",
+	"line break":       "two\nlines",
+	"DEL":              "x\x7f",
+	"C1 control":       "next\u0085line",
+	"invalid UTF8":     "bad\xffbyte",
 }
 
 // wantInvalidField fails unless err is ErrInvalid naming field.
@@ -126,6 +131,10 @@ func testArchiveRepairsText(t *testing.T, h Harness) {
 			r["name"] = "no\x1brth"
 		case l.Kind == store.KindCloudJob && r["last_error"] != nil:
 			r["last_error"] = "time\x00out"
+		case (l.Kind == store.KindAlert || l.Kind == store.KindHistorySeries) && r["bed_name"] == "north":
+			r["bed_name"] = "no\x1brth"
+		case l.Kind == store.KindHistorySeries && r["name"] == "north":
+			r["name"] = "no\x1brth"
 		}
 		data, err := json.Marshal(l)
 		if err != nil {
@@ -147,7 +156,7 @@ func testArchiveRepairsText(t *testing.T, h Harness) {
 		report = append(report, r.Record+" "+r.Field)
 	}
 	got := strings.Join(report, "\n")
-	for _, want := range []string{"user 1 first_name", "user 1 email", "company 1 name", "garden 1 name", "garden 1 coordinates[3].name", "bed 1 name", "last_error"} {
+	for _, want := range []string{"user 1 first_name", "user 1 email", "company 1 name", "garden 1 name", "garden 1 coordinates[3].name", "bed 1 name", "last_error", "bed_name", "history of bed 1 name"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no repair of %q reported in:\n%s", want, got)
 		}
@@ -161,6 +170,13 @@ func testArchiveRepairsText(t *testing.T, h Harness) {
 	}
 	if _, cs, err := st.GardenImage(1); err != nil || len(cs) != 5 || cs[3].Name != "top_left\uFFFD (2)" || cs[4].Name != "top_left\uFFFD" {
 		t.Errorf("coordinates: %+v, %v", cs, err)
+	}
+	for _, open := range []bool{true, false} {
+		for _, a := range mustAlerts(t, st, 1, open) {
+			if a.BedName != "no\uFFFDrth" {
+				t.Errorf("alert %d names its bed %q", a.ID, a.BedName)
+			}
+		}
 	}
 	if err := st.CheckIndexes(); err != nil {
 		t.Error(err)

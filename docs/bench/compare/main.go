@@ -231,9 +231,10 @@ func goToolchain(gomod string) (string, error) {
 	return string(m[1]), nil
 }
 
-// build builds the module at dir as a release binary: static, trimmed, stripped.
+// build builds the module at dir as a release binary: static, trimmed, stripped, with
+// the build tags of that revision's release recipe.
 func build(dir, out, toolchain string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", releaseTags(dir), "-ldflags=-s -w", "-o", out, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN="+toolchain, "GOFLAGS=-mod=mod")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -445,6 +446,16 @@ func (s *subject) round(o options) error {
 	s.samples["rps"] = append(s.samples["rps"], many.rps)
 	s.samples["p99"] = append(s.samples["p99"], many.p99)
 	return nil
+}
+
+// releaseTags are the build tags the revision at dir builds its releases with
+// (.ci/release-tags, since a revision without the file: none).
+func releaseTags(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, ".ci", "release-tags"))
+	if err != nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(string(b)), ",")
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -22,7 +22,7 @@ import (
 // function, type names, strings) is listed as such: it grows with the code.
 func printSizes(name, src, work, toolchain string) error {
 	bin := filepath.Join(work, "sizes-"+strings.ReplaceAll(name, " ", "-"))
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", releaseTags(src), "-o", bin, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN="+toolchain, "GOFLAGS=-mod=mod")
 	cmd.Stderr = os.Stderr
@@ -30,7 +30,7 @@ func printSizes(name, src, work, toolchain string) error {
 		return fmt.Errorf("go build (unstripped) in %s: %w", src, err)
 	}
 	stripped := bin + "-stripped"
-	cmd = exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", stripped, ".")
+	cmd = exec.Command("go", "build", "-trimpath", "-tags", releaseTags(src), "-ldflags=-s -w", "-o", stripped, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN="+toolchain, "GOFLAGS=-mod=mod")
 	cmd.Stderr = os.Stderr

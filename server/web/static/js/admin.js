@@ -2,7 +2,7 @@ import { get, post, del, paths } from './api.js';
 import { h, form, setTitle, confirmDialog, problemBox, announce } from './ui.js';
 import { sortableTable } from './table.js';
 import { GardenMap } from './map.js';
-import { gardenImage, forgetImage, naturalSize } from './images.js';
+import { gardenImage, naturalSize } from './images.js';
 import { permissionsPanel } from './perms.js';
 import { go } from './main.js';
 
@@ -36,7 +36,6 @@ export async function gardenAdmin(main, [c, g], signal) {
     if (!await confirmDialog(`Delete the garden “${gd.name}” with its beds, picture and permissions? This cannot be undone.`, 'Delete garden')) return;
     try {
       await del(base);
-      forgetImage(c, g);
       go(`#/c/${c}`);
     } catch (err) {
       box.replaceChildren(problemBox(err));
@@ -46,11 +45,19 @@ export async function gardenAdmin(main, [c, g], signal) {
   return () => cleanup.forEach((f) => f());
 }
 
+// unraced is a picture as gardenImage gives it, for a page that places it rather than
+// zooms into it: the tiled version that may come later is not wanted here.
+function unraced(img) {
+  img?.later?.then((tiled) => { if (tiled) URL.revokeObjectURL(tiled.url); });
+  return img;
+}
+
 async function picturePanel(c, g, base, hasImage, signal, cleanup) {
   let current = null;
-  if (hasImage) current = await gardenImage(c, g, signal);
+  if (hasImage) current = unraced(await gardenImage(c, g, signal));
   const map = new GardenMap({ label: 'Picture placement preview', describe: () => h('span') });
   cleanup.push(() => map.destroy());
+  cleanup.push(() => current && URL.revokeObjectURL(current.url));
   let chosen = null; // {dataURL, url, width, height}
   let corners = current ? { ...current.corners } : null;
   const inputs = {};
@@ -83,7 +90,7 @@ async function picturePanel(c, g, base, hasImage, signal, cleanup) {
   function preview() {
     const img = chosen || current;
     if (!img || !corners || !cornerNames.every(([n]) => corners[n])) return;
-    map.setImage({ url: img.url, width: img.width, height: img.height, corners: { ...corners }, preview: !!chosen });
+    map.setImage({ url: img.url, width: img.width, height: img.height, tiles: chosen ? null : img.tiles, corners: { ...corners }, preview: !!chosen });
     map.editCorners((cs) => { corners = { ...cs }; fillInputs(); save.disabled = !chosen && !current; });
     save.disabled = false;
   }
@@ -126,8 +133,8 @@ async function picturePanel(c, g, base, hasImage, signal, cleanup) {
       if (!dataURL) dataURL = (await get(base + '/image', { signal })).image; // corners only
       const coordinates = cornerNames.map(([n]) => ({ name: n, latitude: corners[n].lat, longitude: corners[n].lon }));
       await post(base + '/image', { image: dataURL, coordinates });
-      forgetImage(c, g);
-      current = await gardenImage(c, g, signal);
+      if (current) URL.revokeObjectURL(current.url);
+      current = unraced(await gardenImage(c, g, signal));
       if (chosen) URL.revokeObjectURL(chosen.url);
       chosen = null;
       file.value = '';

@@ -5,11 +5,12 @@
 const KEY = 'gardend.session';
 
 export class ApiError extends Error {
-  constructor(status, problem) {
+  constructor(status, problem, retryAfter) {
     super(problem.detail || problem.title || `The server answered ${status}.`);
     this.status = status;
     this.problem = problem;
     this.fields = problem.errors || {};
+    this.retryAfter = retryAfter; // seconds, from Retry-After (503), or undefined
   }
 }
 
@@ -43,8 +44,9 @@ export function onSignedOut(fn) { signedOut = fn; }
 
 // request sends one API call; raw returns the Response (streams, binary bodies).
 // blob sends a Blob as the body with its own type (photos); headers adds others
-// (Idempotency-Key).
-export async function request(method, path, { body, blob, signal, raw, headers: extra } = {}) {
+// (Idempotency-Key); cache is the fetch cache mode (no-store unless said: only images
+// whose URLs name their version are for the browser to keep).
+export async function request(method, path, { body, blob, signal, raw, headers: extra, cache } = {}) {
   const headers = { Accept: 'application/json', ...extra };
   const s = session();
   if (s) headers.Authorization = 'Token ' + s.token;
@@ -53,7 +55,7 @@ export async function request(method, path, { body, blob, signal, raw, headers: 
   let res;
   try {
     res = await fetch(path, {
-      method, headers, signal, cache: 'no-store', credentials: 'omit',
+      method, headers, signal, cache: cache || 'no-store', credentials: 'omit',
       body: blob || (body === undefined ? undefined : JSON.stringify(body)),
     });
   } catch (err) {
@@ -68,7 +70,8 @@ export async function request(method, path, { body, blob, signal, raw, headers: 
       clearSession();
       signedOut('Your session has ended. Please log in again.');
     }
-    throw new ApiError(res.status, problem);
+    const retry = Number(res.headers.get('Retry-After'));
+    throw new ApiError(res.status, problem, retry > 0 ? retry : undefined);
   }
   if (raw) return res;
   const text = await res.text();

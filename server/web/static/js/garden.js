@@ -3,9 +3,11 @@ import { h, clear, setTitle, problemBox, announce, fmt, legend } from './ui.js';
 import { aspect, aspectPicker, onAspect, levelFor, levelClass, healthCell, harvestText, harvestCell, harvestWeeks, bedLabel, aspects } from './health.js';
 import { sortableTable } from './table.js';
 import { GardenMap } from './map.js';
-import { gardenImage } from './images.js';
+import { gardenImage, whenTiled } from './images.js';
 import { mean } from './geo.js';
 import { panels, loadLayout, saveLayout } from './widgets.js';
+import { attention } from './alerts.js';
+import { bedTrends, historyChart } from './history.js';
 
 const cloudText = {
   stored: 'placed',
@@ -30,6 +32,9 @@ const plantCell = (species, variety) => h('span', {}, fmt.text(species), variety
 // cloud is still downloading are fetched again until they land.
 export async function garden(main, [c, g, bedParam], signal) {
   const base = paths.garden(c, g);
+  // The picture is the largest download: it starts first.
+  const picture = gardenImage(c, g, signal);
+  picture.catch(() => {}); // handled below, once the page is laid out
   const [gd, co, role, layout] = await Promise.all([
     get(base, { signal }), get(paths.company(c), { signal }), get(base + '/role', { signal }), loadLayout(signal)]);
   setTitle(gd.name, co.name);
@@ -52,6 +57,7 @@ export async function garden(main, [c, g, bedParam], signal) {
   const legendTitle = h('p', { class: 'legend-title' });
   const legendPanel = h('section', { class: 'panel panel-legend', dataset: { panel: 'legend' }, 'aria-label': 'Legend' }, legendTitle, legend(),
     h('p', { class: 'hint' }, 'Squares are beds, at the mean position of their plants; dots are plants.'));
+  const trends = bedTrends(c, g, signal);
   const bedsTable = sortableTable({
     caption: 'Beds: values are averages over each bed’s plants',
     rowKey: (b) => b.id,
@@ -68,8 +74,10 @@ export async function garden(main, [c, g, bedParam], signal) {
     ],
   });
   const bedsPanel = h('section', { class: 'panel panel-beds', dataset: { panel: 'beds' }, 'aria-labelledby': 'beds-h' },
-    h('h2', { id: 'beds-h' }, 'Beds'), progress, bedsProblem, bedsTable.el);
+    h('h2', { id: 'beds-h' }, 'Beds'), progress, bedsProblem, bedsTable.el, trends.el);
   const plantsPanel = h('section', { class: 'panel panel-plants', dataset: { panel: 'plants' }, 'aria-labelledby': 'plants-h' }, plantsTitle, plantsBody);
+  const needs = attention({ path: base + '/alerts', signal, canTask: () => admin, plantLabel: (a) => plantLabel(a), mapEl: map.el });
+  const chart = historyChart({ c, g, signal });
 
   const toggles = h('fieldset', { class: 'toggles' }, h('legend', {}, 'Show'));
   const shown = new Set(layout.shown);
@@ -97,7 +105,8 @@ export async function garden(main, [c, g, bedParam], signal) {
       h('a', { class: 'button', href: `#/c/${c}/g/${g}/logbook` }, 'Logbook'),
       admin ? h('a', { class: 'button', href: `#/c/${c}/g/${g}/admin` }, 'Administer') : null,
       h('details', { class: 'panels-menu' }, h('summary', {}, 'Panels'), toggles)),
-    h('div', { class: 'garden-layout' }, h('div', { class: 'col-map' }, mapPanel, legendPanel), h('div', { class: 'col-side' }, bedsPanel, plantsPanel)));
+    needs.el,
+    h('div', { class: 'garden-layout' }, h('div', { class: 'col-map' }, mapPanel, legendPanel), h('div', { class: 'col-side' }, bedsPanel, plantsPanel, chart.el)));
   applyPanels();
   const offAspect = onAspect(() => {
     updateLegend();
@@ -107,13 +116,18 @@ export async function garden(main, [c, g, bedParam], signal) {
   });
   updateLegend();
 
-  // The picture.
-  (gd.image_path ? gardenImage(c, g, signal) : Promise.resolve(null)).then((img) => {
-    if (signal.aborted) return;
+  // The picture: its preview at once (the whole picture while its tiles are being
+  // built, then the preview and tiles).
+  const showPicture = (img) => {
+    if (signal.aborted) { if (img) URL.revokeObjectURL(img.url); return; }
     if (img) map.setImage({ ...img, corners: { ...img.corners } });
     else mapNote.replaceChildren(h('p', { class: 'hint' }, 'This garden has no picture yet. ', admin ? h('a', { href: `#/c/${c}/g/${g}/admin` }, 'Upload one') : 'An admin can upload one.'));
     map.el.dataset.image = img ? 'shown' : 'none';
-  }, (err) => { if (!signal.aborted) mapNote.replaceChildren(problemBox(err, 'The garden picture')); });
+    performance.mark('gardend:picture-shown');
+    if (img && !img.tiles && img.info.state !== 'failed') (img.later || whenTiled(c, g, signal)).then((tiled) => { if (tiled) showPicture(tiled); }, () => {});
+  };
+  picture.then(showPicture,
+    (err) => { if (!signal.aborted) mapNote.replaceChildren(problemBox(err, 'The garden picture')); });
 
   // The beds stream, and each bed's plants as soon as its line is in.
   const started = performance.now();
@@ -223,6 +237,7 @@ export async function garden(main, [c, g, bedParam], signal) {
 
   function renderBeds() {
     bedsTable.setRows(state.order.map((b) => ({ ...b, rowClass: b.error ? 'error-row' : undefined })));
+    trends.update(state.order.map((b) => ({ id: b.id, name: b.line.name, error: b.error })));
     bedsTable.select(state.selected);
   }
 
@@ -245,6 +260,7 @@ export async function garden(main, [c, g, bedParam], signal) {
     }
     map.setBeds(beds);
     map.setPlants(plants);
+    needs.mark();
     map.highlightBed(state.selected);
     map.el.dataset.beds = String(beds.length);
     map.el.dataset.plants = String(plants.length);
@@ -280,7 +296,13 @@ export async function garden(main, [c, g, bedParam], signal) {
     if (row) { row.setAttribute('aria-selected', 'true'); row.scrollIntoView({ block: 'nearest' }); }
   }
 
+  function plantLabel(a) {
+    const i = (state.beds.get(String(a.bed))?.plants || []).findIndex((p) => p.id === a.plant);
+    return i < 0 ? null : `plant ${i + 1}`;
+  }
+
   function renderPlants(b) {
+    chart.show(b);
     const name = bedLabel(b.line.name, b.id);
     plantsTitle.textContent = `Plants of ${name}`;
     const links = h('p', { class: 'actions' },

@@ -1,7 +1,8 @@
 import { get, post, paths } from './api.js';
 import { h, form, setTitle, problemBox } from './ui.js';
-import { gardenImage } from './images.js';
+import { thumbnail } from './images.js';
 import { go } from './main.js';
+import { attention, gardenAdmin } from './alerts.js';
 
 // The home page: every company and garden the user can read, each garden with a
 // thumbnail of its picture, and the forms to create what the user's roles allow.
@@ -25,6 +26,8 @@ export async function home(main, _params, signal) {
     },
   });
   main.append(h('h1', {}, 'Your gardens'));
+  const names = new Map(gardens.map((g) => [g.id, g.name]));
+  if (gardens.length) main.append(attention({ path: '/alerts', signal, canTask: gardenAdmin(signal), gardenLabel: (a) => names.get(a.garden) || `garden ${a.garden}` }).el);
   if (byId.size === 0) {
     main.append(h('p', { class: 'empty' }, 'You have no company or garden yet. Create a company to start, or ask an admin of one to give you access.'));
   }
@@ -67,9 +70,12 @@ export async function home(main, _params, signal) {
 
 async function loadThumb(el, signal) {
   try {
-    const img = await gardenImage(el.dataset.c, el.dataset.g, signal);
+    const img = await thumbnail(el.dataset.c, el.dataset.g, signal);
     if (!img) { el.replaceChildren(h('span', { class: 'hint' }, 'No picture yet')); return; }
-    el.replaceChildren(h('img', { src: img.url, alt: '', width: img.width, height: img.height }));
+    const tag = h('img', { src: img.url, alt: '', width: img.width, height: img.height });
+    // Decoded, the blob is not needed any more.
+    tag.addEventListener('load', () => URL.revokeObjectURL(img.url), { once: true });
+    el.replaceChildren(tag);
   } catch (err) {
     if (err.name !== 'AbortError') el.replaceChildren(problemBox(err));
   }

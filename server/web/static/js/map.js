@@ -1,10 +1,13 @@
 import { h, svg } from './ui.js';
 import { projection, imageAffine } from './geo.js';
+import { TileLayer } from './tiles.js';
 
 // GardenMap draws the garden's picture placed by its georeferenced corners (an affine
 // placement: rotated and skewed pictures fit) with a marker per bed and per plant, in
-// one SVG. No tiles, no other host: the picture is the base layer. It pans (drag,
-// arrow keys), zooms (wheel, pinch, + and -) and fits (0).
+// one SVG. The picture is the base layer: its preview stretched over the whole
+// picture, and over it the tiles of the picture's own pyramid that the view needs
+// (tiles.js); no other host. It pans (drag, arrow keys), zooms (wheel, pinch, + and
+// -) and fits (0).
 export class GardenMap {
   constructor({ label, describe, onSelectPlant, onSelectBed }) {
     this.describe = describe;
@@ -40,7 +43,11 @@ export class GardenMap {
     this.resize.observe(this.el);
   }
 
-  destroy() { this.resize.disconnect(); if (this.image && this.image.ownUrl) URL.revokeObjectURL(this.image.url); }
+  destroy() {
+    this.resize.disconnect();
+    this.tileLayer?.destroy();
+    if (this.image && this.image.ownUrl) URL.revokeObjectURL(this.image.url);
+  }
 
   // ensureOrigin fixes the projection's origin at the first position the map learns.
   ensureOrigin(lat, lon) {
@@ -57,13 +64,31 @@ export class GardenMap {
       const tl = img.corners.top_left, br = img.corners.top_right, bl = img.corners.bottom_left;
       this.ensureOrigin((tl.lat + br.lat + bl.lat) / 3, (tl.lon + br.lon + bl.lon) / 3);
     }
+    this.tileLayer?.destroy();
+    this.tileLayer = null;
+    this.gPicture = null;
     this.gImage.replaceChildren();
     if (img) {
+      // The picture in its own pixels: the preview stretched over all of it, tiles on top.
+      this.gPicture = svg('g', { class: 'picture' });
       this.imageEl = svg('image', { href: img.url, width: img.width, height: img.height, preserveAspectRatio: 'none', class: img.preview ? 'preview' : undefined });
       this.imageEl.setAttribute('aria-hidden', 'true');
-      this.gImage.append(this.imageEl);
+      const gTiles = svg('g', { class: 'layer-tiles' });
+      this.gPicture.append(this.imageEl, gTiles);
+      this.gImage.append(this.gPicture);
+      if (img.tiles) this.tileLayer = new TileLayer(gTiles, img, () => this.tileStats());
     }
+    this.tileStats();
     if (!this.moved) this.fit(); else this.render();
+  }
+
+  // tileStats shows the tile layer's state on the element, for the browser tests.
+  tileStats() {
+    const st = this.tileLayer?.stats() || { level: null, wanted: 0, loaded: 0 };
+    this.el.dataset.tileLevel = st.level === null ? '' : String(st.level);
+    this.el.dataset.tilesWanted = String(st.wanted);
+    this.el.dataset.tilesLoaded = String(st.loaded);
+    this.el.dataset.tiled = this.tileLayer ? 'yes' : 'no';
   }
 
   // setBeds: [{id, lat, lon, label, title, cls}]; setPlants: [{key, bed, lat, lon, cls, plant}].
@@ -192,10 +217,12 @@ export class GardenMap {
   render() {
     const { s, tx, ty } = this.view;
     if (!this.proj) return;
-    if (this.image && this.imageEl) {
+    if (this.image && this.gPicture) {
       const c = this.image.corners;
       const [a, b, cc, d, e0, n0] = imageAffine({ top_left: this.metres(c.top_left), top_right: this.metres(c.top_right), bottom_left: this.metres(c.bottom_left) }, this.image.width, this.image.height);
-      this.imageEl.setAttribute('transform', `matrix(${s * a} ${-s * b} ${s * cc} ${-s * d} ${tx + s * e0} ${ty - s * n0})`);
+      const m = [s * a, -s * b, s * cc, -s * d, tx + s * e0, ty - s * n0];
+      this.gPicture.setAttribute('transform', `matrix(${m.join(' ')})`);
+      this.tileLayer?.update(m, this.el.clientWidth, this.el.clientHeight);
     }
     // Plants about 0.14 m across on the ground, but always big enough to hit.
     const r = Math.min(Math.max(s * 0.07, 3.5), 8).toFixed(1);

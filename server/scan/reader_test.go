@@ -1,0 +1,100 @@
+package scan
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gardend/gardend/spatial"
+	"github.com/gardend/gardend/store"
+	"github.com/gardend/gardend/store/bolt"
+)
+
+func openBolt(t *testing.T, now func() time.Time) *bolt.Store {
+	t.Helper()
+	st, err := bolt.Open(filepath.Join(t.TempDir(), bolt.FileName), bolt.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return st
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func noKeep(*spatial.Bed) error                 { return nil }
+func nameOf(b store.Bed, _ *spatial.Bed) string { return b.Name }
+
+// TestReaderRetentionAndLease: the lease holder drops points past the retention;
+// a node whose lease another took stops, and takes it again once free; on shutdown
+// the lease is released.
+func TestReaderRetentionAndLease(t *testing.T) {
+	now := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	st := openBolt(t, func() time.Time { return now })
+	u, err := st.CreateUser(store.NewUser{Username: "u", FirstName: "F", LastName: "L", PasswordHash: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := st.CreateCompany(u.ID, "c")
+	g, _ := st.CreateGarden(c.ID, "g")
+	b, _ := st.CreateBed(g.ID, "3fa85f64-5717-4562-b3fc-2c963f66afa6", "Bed")
+	var rs []store.BedReading
+	for d := 9; d >= 0; d-- { // oldest first: an older measurement is not new
+		at := now.Add(-time.Duration(d) * 24 * time.Hour)
+		h := 0.5
+		p := store.PlantReading{ID: "p", Measurement: "m", Stamp: at, Values: store.HistoryValues{SoilHumidity: &h}}
+		rs = append(rs, store.BedReading{Bed: b.ID, Read: now, At: at, Plants: []store.PlantReading{p}})
+	}
+	if _, err := st.RecordReadings(rs); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Retention: 72 * time.Hour, Node: "a", Lease: 90 * time.Millisecond}
+	r := NewReader(st, nil, noKeep, nameOf, NewRecorder(st), cfg, st.Now, zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { r.Run(ctx) })
+	count := func() int {
+		pts, err := st.PlantHistory(g.ID, b.ID, "p", time.Unix(0, 0), now.Add(time.Hour), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(pts)
+	}
+	waitFor(t, "old points dropped", func() bool { return count() == 4 }) // now and 1–3 days back
+	waitFor(t, "the lease held", r.Holding)
+
+	// Another node takes the lease (as if this one's had run out): this one stops.
+	if err := st.ReleaseLease(LeaseName, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := st.AcquireLease(LeaseName, "b", time.Hour); !ok {
+		t.Fatal("b could not take the free lease")
+	}
+	waitFor(t, "the node without the lease to stop", func() bool { return !r.Holding() })
+	if err := st.ReleaseLease(LeaseName, "b"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the lease taken again", r.Holding)
+	cancel()
+	wg.Wait()
+	if ok, _ := st.AcquireLease(LeaseName, "b", time.Hour); !ok {
+		t.Error("the lease was not released on shutdown")
+	}
+}
