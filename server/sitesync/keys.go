@@ -193,6 +193,11 @@ func (k *Keys) siteCreds(n uint32, name string, user nkeys.KeyPair) (creds []byt
 	)
 	uc.Sub.Allow.Add(
 		"$JS."+d+".API.>", "$JS.FC."+d+".>",
+		// The hub's answers to the flow control of its sourcing from the box's
+		// stream and bucket: the subjects name the box's stream (JetStream's v1
+		// format, the default). Without them the sourcing stalls as soon as a few
+		// MiB are in flight (a picture) until it is set up afresh.
+		"$JS.FC."+OutStream+".>", "$JS.FC.OBJ_"+PictureBucket(n)+".>",
 		AckSubject(n), InboxPrefix(n)+".>",
 	)
 	jwtStr, err := uc.Encode(k.Account)

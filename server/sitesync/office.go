@@ -586,6 +586,8 @@ func (a *siteApplier) apply(ctx context.Context, msgs []jetstream.Msg) (int, err
 		}
 		if it.refused == nil {
 			if err := it.d.fetch(ctx, f); errors.Is(err, ErrNotYet) {
+				a.log.Debug().Uint64("seq", it.m.Seq).Str("kind", it.m.Kind).Uint64("id", it.m.ID).
+					Msg("sync: waiting for the change's picture")
 				break
 			} else if err != nil {
 				if !refusable(err) {
