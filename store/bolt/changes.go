@@ -140,10 +140,17 @@ func (s *Store) TrimChanges(seq uint64) (int, error) {
 	n := 0
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		n = 0
-		c := tx.Bucket(bucketChanges).Cursor()
-		// Deleting at the cursor moves it to the next key.
-		for k, _ := c.First(); k != nil && btoi(k) <= seq; k, _ = c.First() {
-			if err := c.Delete(); err != nil {
+		b := tx.Bucket(bucketChanges)
+		// The keys first, then the deletions: taking the first key again after each
+		// deletion walks every page emptied so far (quadratic in a week's backlog),
+		// and a cursor that deletes as it goes skips keys.
+		var keys [][]byte
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil && btoi(k) <= seq; k, _ = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
 				return err
 			}
 			n++
