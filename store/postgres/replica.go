@@ -290,13 +290,19 @@ func (w *replicaWriter) PutBedValues(v store.BedValues) error {
 	if err := v.Validate(); err != nil {
 		return err
 	}
-	if _, err := bedOf(w.ctx, w.tx, v.Garden, v.Bed); err != nil {
-		return err
-	}
-	_, err := w.tx.Exec(w.ctx, `INSERT INTO bed_values (bed_id, garden_id, at, data) VALUES ($1, $2, $3, $4)
+	// One round trip: the bed is checked by the insert itself. Bed values are most
+	// of a box's changes (the robot's readings), one statement each.
+	tag, err := w.tx.Exec(w.ctx, `INSERT INTO bed_values (bed_id, garden_id, at, data)
+		SELECT id, garden_id, $3, $4 FROM beds WHERE id = $1 AND garden_id = $2
 		ON CONFLICT (bed_id) DO UPDATE SET at = excluded.at, data = excluded.data`,
 		v.Bed, v.Garden, ts(v.At), []byte(v.Data))
-	return err
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("bed %d of garden %d: %w", v.Bed, v.Garden, store.ErrNotFound)
+	}
+	return nil
 }
 
 // logColumnsReplica are the columns PutLog writes, in its arguments' order.

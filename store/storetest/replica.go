@@ -132,6 +132,14 @@ func testReplicaRecords(t *testing.T, h Harness) {
 	if cur, _ := st.ReplicaCursor(replicaSite); cur != 11 {
 		t.Errorf("a failed batch moved the cursor to %d", cur)
 	}
+	// Values of a bed that is not here, or not in the garden named, are ErrNotFound.
+	for _, v := range []store.BedValues{{Bed: gid(98), Garden: g.ID}, {Bed: b.ID, Garden: gid(97)}} {
+		v.At, v.Data = joined, json.RawMessage(`{}`)
+		_, err = st.ApplyReplica(replicaSite, "farm-a", func(w store.ReplicaWriter, cur uint64) (uint64, error) {
+			return 12, w.PutBedValues(v)
+		})
+		wantErr(t, err, store.ErrNotFound)
+	}
 
 	// Deleting the company takes everything under it; deleting twice is no error.
 	r = apply(t, st, 12, func(w store.ReplicaWriter) error {
