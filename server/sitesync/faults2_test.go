@@ -295,7 +295,8 @@ func TestLargePictures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	up0 := proxy.Up.Load()
 	proxy.Restore()
 	took := converge(t, 15*time.Second, b, ost)
-	t.Logf("4 pictures of 3 MiB: converged in %v", took.Round(100*time.Millisecond))
+	t.Logf("4 pictures of 3 MiB: converged in %v, %d KiB up", took.Round(100*time.Millisecond), (proxy.Up.Load()-up0)>>10)
 }
