@@ -66,8 +66,8 @@ func BenchmarkHistoryBytesPerPoint(b *testing.B) {
 // BenchmarkHistoryTwoYears lists two years of one plant's, and of one bed's, hourly
 // points (17,520 each) from a store holding 2 years of hourly points of 6 beds × 33
 // plants (3.5 million plant points), as bbolt's benchmark does. The store is built
-// through RecordReadings a day of all beds per transaction: about 20 minutes on a
-// busy 2-core machine (about 12 ms per reading of 33 plants), so run it with
+// through RecordReadings a day of all beds per transaction: 10 to 20 minutes on a
+// busy 2-core machine (5 to 12 ms per reading of 33 plants), so run it with
 // -timeout 60m.
 func BenchmarkHistoryTwoYears(b *testing.B) {
 	if testing.Short() {
