@@ -108,6 +108,7 @@ func Run(t *testing.T, h Harness) {
 		{"HistoryRecordsEachMeasurementOnce", testHistoryRecordsEachMeasurementOnce},
 		{"HistoryReadOnceAcrossNodes", testHistoryReadOnceAcrossNodes},
 		{"HistoryRetention", testHistoryRetention},
+		{"HistoryBatchAsOneByOne", testHistoryBatchAsOneByOne},
 		{"AlertsFollowMeasurements", testAlertsFollowMeasurements},
 		{"AlertTask", testAlertTask},
 		{"Guidance", testGuidance},
