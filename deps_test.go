@@ -64,3 +64,35 @@ func TestDeadCodeElimination(t *testing.T) {
 			strings.Join(marked, "\n"))
 	}
 }
+
+// TestImportBoundaries: only the bbolt backend imports bbolt, only the PostgreSQL
+// backend imports pgx, and only spatial imports the generated proto package (tests
+// included: a test that edits a bbolt file goes through store/bolt/bolttest).
+func TestImportBoundaries(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f",
+		`{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const mod = "github.com/gardend/gardend/"
+	rules := []struct{ dep, owner string }{
+		{"go.etcd.io/bbolt", mod + "store/bolt"},
+		{"github.com/jackc/", mod + "store/postgres"},
+		{mod + "proto", mod + "spatial"},
+	}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		pkg := f[0]
+		for _, imp := range f[1:] {
+			for _, r := range rules {
+				within := pkg == r.owner || strings.HasPrefix(pkg, r.owner+"/")
+				if strings.HasPrefix(imp, r.dep) && !within && !strings.HasPrefix(pkg, r.dep) {
+					t.Errorf("%s imports %s: only %s may", pkg, imp, r.owner)
+				}
+			}
+		}
+	}
+}

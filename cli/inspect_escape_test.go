@@ -11,6 +11,7 @@ import (
 	"github.com/gardend/gardend/cli"
 	"github.com/gardend/gardend/store"
 	"github.com/gardend/gardend/store/bolt"
+	"github.com/gardend/gardend/store/bolt/bolttest"
 )
 
 // hostile holds what a registered user can put in a name: escape sequences that clear
@@ -54,13 +55,15 @@ func TestTablesEscapeHostileNames(t *testing.T) {
 		t.Fatalf("record failure: %v %v", ok, err)
 	}
 	st.Close()
-	forgeLegacyNames(t, filepath.Join(dir, bolt.FileName), map[string]map[string]string{
+	if err := bolttest.SetFirstRecordFields(filepath.Join(dir, bolt.FileName), map[string]map[string]string{
 		"users":     {"first_name": hostile, "last_name": hostile},
 		"companies": {"name": hostile},
 		"gardens":   {"name": hostile},
 		"beds":      {"name": hostile},
 		"pc_queue":  {"last_error": hostile},
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	for view, rows := range map[string]int{"users": 1, "companies": 1, "gardens": 1, "permissions": 1, "beds": 1, "queue": 1} {
 		out, err := run(t, "", "inspect", view, "--data", dir)

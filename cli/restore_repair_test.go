@@ -9,11 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	bbolt "go.etcd.io/bbolt"
-
 	"github.com/gardend/gardend/cli"
 	"github.com/gardend/gardend/store"
 	"github.com/gardend/gardend/store/bolt"
+	"github.com/gardend/gardend/store/bolt/bolttest"
 	"github.com/gardend/gardend/store/postgres"
 	"github.com/gardend/gardend/store/postgres/pgtest"
 )
@@ -54,12 +53,14 @@ func TestBoxWithControlCharactersMovesToCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What an older gardend let in, written behind the store's back.
-	forgeLegacyNames(t, filepath.Join(box, bolt.FileName), map[string]map[string]string{
+	if err := bolttest.SetFirstRecordFields(filepath.Join(box, bolt.FileName), map[string]map[string]string{
 		"users":     {"first_name": "A\x00nn", "last_name": "Le\ne"},
 		"companies": {"name": "Fa\x00rm"},
 		"gardens":   {"name": "Fi\teld\x1b[31m"},
 		"beds":      {"name": "B\x00ed"},
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	forgeCoordinateName(t, filepath.Join(box, bolt.FileName), 3, "x\x00")
 
 	archive := filepath.Join(t.TempDir(), "box.tar")
@@ -113,65 +114,16 @@ func TestBoxWithControlCharactersMovesToCluster(t *testing.T) {
 	}
 }
 
-// forgeLegacyNames sets fields of the first record of buckets in a bbolt file of
-// gardend, as an older version could have stored them.
-func forgeLegacyNames(t *testing.T, path string, fields map[string]map[string]string) {
-	t.Helper()
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
-	err = db.Update(func(tx *bbolt.Tx) error {
-		for bucket, set := range fields {
-			b := tx.Bucket([]byte(bucket))
-			k, v := b.Cursor().First()
-			var rec map[string]any
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return err
-			}
-			for f, val := range set {
-				if _, ok := rec[f]; !ok {
-					t.Fatalf("%s records have no field %q: %s", bucket, f, v)
-				}
-				rec[f] = val
-			}
-			data, err := json.Marshal(rec)
-			if err != nil {
-				return err
-			}
-			if err := b.Put(k, data); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // forgeCoordinateName renames coordinate i of garden 1.
 func forgeCoordinateName(t *testing.T, path string, i int, name string) {
 	t.Helper()
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
-	err = db.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket([]byte("garden_coords"))
-		key := binary.BigEndian.AppendUint64(nil, 1)
+	err := bolttest.EditRecord(path, "garden_coords", binary.BigEndian.AppendUint64(nil, 1), func(old []byte) ([]byte, error) {
 		var cs []map[string]any
-		if err := json.Unmarshal(b.Get(key), &cs); err != nil {
-			return err
+		if err := json.Unmarshal(old, &cs); err != nil {
+			return nil, err
 		}
 		cs[i]["name"] = name
-		data, err := json.Marshal(cs)
-		if err != nil {
-			return err
-		}
-		return b.Put(key, data)
+		return json.Marshal(cs)
 	})
 	if err != nil {
 		t.Fatal(err)

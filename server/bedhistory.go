@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gardend/gardend/server/scan"
 	"github.com/gardend/gardend/spatial"
@@ -204,7 +205,9 @@ func (s *Server) handlePlantHistory(w http.ResponseWriter, r *http.Request) {
 // seedDemoHistory gives the demo's new beds 60 days of history, as the robot's scans
 // every three hours would have left it (demo.Simulation), and logbook entries for
 // their waterings and a harvest, so charts and alerts show something at once. Beds
-// seeded on an earlier start are not seeded again.
+// seeded on an earlier start are not seeded again. The logbook entries, a
+// transaction (and on bbolt an fsync) each, are written while the history's
+// readings are computed: a newcomer's first start waits for the longer of the two.
 func (s *Server) seedDemoHistory(g store.Garden, author store.User, beds []store.Bed) error {
 	if len(beds) == 0 || s.demo == nil || s.cfg.History.withDefaults().DemoScanInterval < 0 {
 		return nil
@@ -214,12 +217,37 @@ func (s *Server) seedDemoHistory(g store.Garden, author store.User, beds []store
 	from := now.Add(-demoHistory).Truncate(demoHistoryStep)
 	points := 0
 	var logsTook time.Duration
+	var logs errgroup.Group
+	logs.Go(func() error {
+		logsStart := time.Now()
+		defer func() { logsTook = time.Since(logsStart) }()
+		for _, b := range beds {
+			if err := s.seedDemoLogs(g, author, b, from, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	err := s.seedDemoReadings(beds, from, now, &points)
+	if lerr := logs.Wait(); err == nil {
+		err = lerr
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info().Int("beds", len(beds)).Int("points", points).Dur("took", time.Since(start)).Dur("logs_took", logsTook).Msg("demo history seeded")
+	return nil
+}
+
+// seedDemoReadings records the beds' scans from from to now, counting the plants'
+// points in points.
+func (s *Server) seedDemoReadings(beds []store.Bed, from, now time.Time, points *int) error {
 	for _, b := range beds {
 		var ids map[string]string
 		var batch []store.BedReading
 		flush := func() error {
 			rec, err := s.store.RecordReadings(batch)
-			points += rec.Plants
+			*points += rec.Plants
 			batch = batch[:0]
 			return err
 		}
@@ -254,13 +282,7 @@ func (s *Server) seedDemoHistory(g store.Garden, author store.User, beds []store
 		if err := flush(); err != nil {
 			return err
 		}
-		logsStart := time.Now()
-		if err := s.seedDemoLogs(g, author, b, from, now); err != nil {
-			return err
-		}
-		logsTook += time.Since(logsStart)
 	}
-	s.log.Info().Int("beds", len(beds)).Int("points", points).Dur("took", time.Since(start)).Dur("logs_took", logsTook).Msg("demo history seeded")
 	return nil
 }
 

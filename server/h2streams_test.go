@@ -1,11 +1,8 @@
 package server_test
 
 import (
-	"bytes"
-	"context"
 	"crypto/tls"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -29,21 +26,7 @@ func TestHTTP2StreamsBoundedInAll(t *testing.T) {
 	addr := srv.Addr()
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
-	send := func(method, path, token string, body any) (int, []byte) {
-		doc, _ := json.Marshal(body)
-		req, _ := http.NewRequestWithContext(context.Background(), method, "https://"+addr+path, bytes.NewReader(doc))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Token "+token)
-		}
-		res, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = res.Body.Close() }()
-		data, _ := io.ReadAll(res.Body)
-		return res.StatusCode, data
-	}
+	send := jsonSender(t, client, "https://"+addr)
 	var reg struct{ Token string }
 	code, data := send("POST", "/register", "", map[string]string{"username": "mallory", "password": "pw-of-mallory", "first_name": "M", "last_name": "B"})
 	if err := json.Unmarshal(data, &reg); err != nil || code != http.StatusCreated {

@@ -181,21 +181,7 @@ func TestNonReadingClientsHoldNoSlots(t *testing.T) {
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
 	others := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true, DialContext: dialer.DialContext}}
-	send := func(method, path, token string, body any) (int, []byte) {
-		doc, _ := json.Marshal(body)
-		req, _ := http.NewRequestWithContext(context.Background(), method, base+path, bytes.NewReader(doc))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Token "+token)
-		}
-		res, err := others.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = res.Body.Close() }()
-		data, _ := io.ReadAll(res.Body)
-		return res.StatusCode, data
-	}
+	send := jsonSender(t, others, base)
 	var reg struct{ Token string }
 	code, data := send("POST", "/register", "", map[string]string{"username": "mallory", "password": "pw-of-mallory", "first_name": "M", "last_name": "B"})
 	if err := json.Unmarshal(data, &reg); err != nil || code != http.StatusCreated {
@@ -266,5 +252,26 @@ func TestHTTP2StreamsPerConnection(t *testing.T) {
 			t.Fatalf("%d of %d silent streams refused (SETTINGS_MAX_CONCURRENT_STREAMS %d)",
 				refused, server.MaxStreamsPerConn+extra, maxStreams)
 		}
+	}
+}
+
+// jsonSender sends JSON requests to base through client, with a token when one is
+// given, and answers the status and body.
+func jsonSender(t *testing.T, client *http.Client, base string) func(method, path, token string, body any) (int, []byte) {
+	return func(method, path, token string, body any) (int, []byte) {
+		t.Helper()
+		doc, _ := json.Marshal(body)
+		req, _ := http.NewRequestWithContext(context.Background(), method, base+path, bytes.NewReader(doc))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Token "+token)
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = res.Body.Close() }()
+		data, _ := io.ReadAll(res.Body)
+		return res.StatusCode, data
 	}
 }

@@ -117,17 +117,28 @@ type decoder struct {
 	*slab
 }
 
+// slab's slices start small and double up to slabSize: decoding one series' values
+// or one day's chunk (every recorded point does both) allocated three full slabs,
+// about 40 KB, for a few values.
 type slab struct {
 	floats []float64
 	ints   []int64
 	health []HealthLevel
 }
 
-const slabSize = 1024
+const (
+	firstSlab = 8
+	slabSize  = 1024
+)
+
+// nextSlab is the capacity of the slab after one of capacity c, with room for n.
+func nextSlab(c, n int) int {
+	return max(n, min(slabSize, max(firstSlab, 2*c)))
+}
 
 func (s *slab) float(v float64) *float64 {
 	if len(s.floats) == cap(s.floats) {
-		s.floats = make([]float64, 0, slabSize)
+		s.floats = make([]float64, 0, nextSlab(cap(s.floats), 1))
 	}
 	s.floats = append(s.floats, v)
 	return &s.floats[len(s.floats)-1]
@@ -135,7 +146,7 @@ func (s *slab) float(v float64) *float64 {
 
 func (s *slab) int(v int64) *int64 {
 	if len(s.ints) == cap(s.ints) {
-		s.ints = make([]int64, 0, slabSize)
+		s.ints = make([]int64, 0, nextSlab(cap(s.ints), 1))
 	}
 	s.ints = append(s.ints, v)
 	return &s.ints[len(s.ints)-1]
@@ -145,7 +156,7 @@ func (s *slab) int(v int64) *int64 {
 // never reaches another point's.
 func (s *slab) levels(n int) []HealthLevel {
 	if cap(s.health)-len(s.health) < n {
-		s.health = make([]HealthLevel, 0, max(slabSize, n))
+		s.health = make([]HealthLevel, 0, nextSlab(cap(s.health), n))
 	}
 	start := len(s.health)
 	s.health = s.health[:start+n]

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -186,5 +187,44 @@ func BenchmarkListTwoYears(b *testing.B) {
 		if len(out) != 730*24 {
 			b.Fatal(len(out))
 		}
+	}
+}
+
+// TestRecordingDecodesAllocateLittle: recording a point decodes its series' newest
+// values and its day's chunk; each decode allocated three full slabs (about 40 KB)
+// for a few values, so filling 3.5 million points took over 19 minutes.
+func TestRecordingDecodesAllocateLittle(t *testing.T) {
+	h, y := 0.42, 1.5
+	v := store.HistoryValues{SoilHumidity: &h, Yield: &y, HarvestWeeks: new(int64(3)),
+		Health: []store.HealthLevel{{Type: "water", Level: 1}, {Type: "nutrients", Level: 2}, {Type: "diseases", Level: 0}}}
+	enc := store.AppendValues(nil, v)
+	day := store.HistoryDay(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	chunk := store.EncodeChunk(day, []store.HistoryPoint{{At: store.DayStart(day).Add(time.Hour), HistoryValues: v}})
+	next := store.HistoryPoint{At: store.DayStart(day).Add(2 * time.Hour), HistoryValues: v}
+	perCall := func(f func()) uint64 {
+		const runs = 200
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			f()
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / runs
+	}
+	values := perCall(func() {
+		if _, err := store.DecodeValues(enc); err != nil {
+			t.Fatal(err)
+		}
+	})
+	merge := perCall(func() {
+		if _, err := store.MergeIntoChunk(day, chunk, next); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("DecodeValues %d B, MergeIntoChunk of a 1-point chunk %d B", values, merge)
+	// A few hundred bytes each (more under the race detector); the slabs were 40 KB.
+	const budget = 2048
+	if values > budget || merge > budget {
+		t.Errorf("DecodeValues allocates %d B, MergeIntoChunk %d B; want at most %d each", values, merge, budget)
 	}
 }

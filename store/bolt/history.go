@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -68,20 +70,47 @@ func getSeries(tx *bbolt.Tx, bedID uint64, plant string) (seriesRecord, bool, er
 	return r, true, nil
 }
 
+// dayChunk is a series' chunk of one day, decoded while a transaction adds to it.
+type dayChunk struct {
+	day uint32
+	pts []store.HistoryPoint
+}
+
 // putPoint adds p to the series' chunk of its day, replacing a point at the same
-// instant.
-func putPoint(tx *bbolt.Tx, series uint64, p store.HistoryPoint) error {
-	b := tx.Bucket(bucketHistoryPoints)
+// instant. The chunk stays decoded until a point of another day comes or the
+// transaction ends (writeChunks): a batch of readings (a day of hourly scans, the
+// demo's seeded history) decodes and encodes each chunk once, not once per point.
+func (rc *recorder) putPoint(series uint64, p store.HistoryPoint) error {
+	day := store.HistoryDay(p.At)
+	ch := rc.chunks[series]
+	if ch == nil || ch.day != day {
+		if ch != nil {
+			if err := rc.writeChunk(series, ch); err != nil {
+				return err
+			}
+		}
+		pts, err := store.DecodeChunk(day, rc.tx.Bucket(bucketHistoryPoints).Get(chunkKey(series, day)))
+		if err != nil {
+			return fmt.Errorf("series %d: %w", series, err)
+		}
+		ch = &dayChunk{day: day, pts: pts}
+		rc.chunks[series] = ch
+	}
+	i, found := slices.BinarySearchFunc(ch.pts, p.At, func(q store.HistoryPoint, t time.Time) int { return q.At.Compare(t) })
+	if found {
+		ch.pts[i] = p
+	} else {
+		ch.pts = slices.Insert(ch.pts, i, p)
+	}
+	return nil
+}
+
+func (rc *recorder) writeChunk(series uint64, ch *dayChunk) error {
+	b := rc.tx.Bucket(bucketHistoryPoints)
 	// Chunks are mostly appended at the end of a series and rewritten in place:
 	// pages filled further than bbolt's default split point stay compact.
 	b.FillPercent = 0.9
-	day := store.HistoryDay(p.At)
-	k := chunkKey(series, day)
-	data, err := store.MergeIntoChunk(day, b.Get(k), p)
-	if err != nil {
-		return fmt.Errorf("series %d: %w", series, err)
-	}
-	return b.Put(k, data)
+	return b.Put(chunkKey(series, ch.day), store.EncodeChunk(ch.day, ch.pts))
 }
 
 // bedSeries are a bed's series, read once per transaction and written back at its
@@ -95,8 +124,9 @@ type bedSeries struct {
 
 // recorder records readings in one transaction.
 type recorder struct {
-	tx   *bbolt.Tx
-	beds map[uint64]*bedSeries
+	tx     *bbolt.Tx
+	beds   map[uint64]*bedSeries
+	chunks map[uint64]*dayChunk
 }
 
 func (rc *recorder) series(bedID uint64) (*bedSeries, error) {
@@ -127,7 +157,7 @@ func (rc *recorder) point(bs *bedSeries, plant string, rec *seriesRecord, p stor
 		rec.ID = id
 		bs.byName[plant] = rec
 	}
-	if err := putPoint(rc.tx, rec.ID, p); err != nil {
+	if err := rc.putPoint(rec.ID, p); err != nil {
 		return err
 	}
 	rec.At = p.At
@@ -136,8 +166,13 @@ func (rc *recorder) point(bs *bedSeries, plant string, rec *seriesRecord, p stor
 	return nil
 }
 
-// flush writes the changed series.
+// flush writes the changed chunks and series, in key order (bbolt appends fastest).
 func (rc *recorder) flush() error {
+	for _, id := range slices.Sorted(maps.Keys(rc.chunks)) {
+		if err := rc.writeChunk(id, rc.chunks[id]); err != nil {
+			return err
+		}
+	}
 	b := rc.tx.Bucket(bucketHistorySeries)
 	for _, bs := range rc.beds {
 		for plant := range bs.dirty {
@@ -164,7 +199,7 @@ func (s *Store) RecordReadings(rs []store.BedReading) (store.Recorded, error) {
 	var out store.Recorded
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		out = store.Recorded{}
-		rc := &recorder{tx: tx, beds: map[uint64]*bedSeries{}}
+		rc := &recorder{tx: tx, beds: map[uint64]*bedSeries{}, chunks: map[uint64]*dayChunk{}}
 		for _, r := range rs {
 			if err := rc.record(r, &out); err != nil {
 				return err

@@ -797,3 +797,68 @@ func testArchiveFormat3(t *testing.T, h Harness) {
 		t.Errorf("the first reading after a format 3 restore: %+v", rec)
 	}
 }
+
+// testHistoryBatchAsOneByOne: readings recorded in one transaction keep the same
+// points as the same readings recorded one at a time: across days, into a day kept
+// before, a new measurement at a kept instant replacing its point, an older one
+// refused, a plant missing from one read.
+func testHistoryBatchAsOneByOne(t *testing.T, h Harness) {
+	f := newFarm(t, h)
+	day0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	at := func(hours float64) time.Time { return day0.Add(time.Duration(hours * float64(time.Hour))) }
+	readings := func(bed store.Bed) (before store.BedReading, batch []store.BedReading) {
+		read := f.clock.Now()
+		before = reading(bed, read, values(0.5, 1, 0, 0), plant("p", "m1", at(22), values(0.41, 0, 0, 0)), plant("q", "n1", at(22), values(0.31, 0, 0, 0)))
+		batch = []store.BedReading{
+			reading(bed, read, values(0.5, 1, 0, 0), plant("p", "m1", at(23), values(0.42, 3, 0, 0)), plant("q", "n1", at(23), values(0.32, 0, 0, 0))),
+			reading(bed, read, values(0.6, 1, 0, 0), plant("p", "m1", at(24), values(0.43, 1, 0, 0)), plant("q", "n1", at(24), values(0.33, 0, 2, 0))),
+			reading(bed, read, values(0.6, 2, 0, 0), plant("p", "m2", at(24), values(0.44, 0, 0, 0)), plant("q", "n1", at(24), values(0.33, 0, 2, 0))),
+			reading(bed, read, values(0.7, 1, 0, 0), plant("p", "m2", at(29), values(0.45, 0, 0, 0))),
+			reading(bed, read, values(0.7, 1, 0, 0), plant("p", "m2", at(20), values(0.99, 0, 0, 0)), plant("q", "n1", at(49.5), values(0.34, 0, 0, 0))),
+		}
+		return before, batch
+	}
+	one, err := f.st.CreateBed(f.garden.ID, "3fa85f64-5717-4562-b3fc-000000000007", "One by one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, batch := readings(f.bed)
+	mustRecord(t, f.st, before)
+	rec, err := f.st.RecordReadings(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, single := readings(one)
+	mustRecord(t, f.st, before)
+	var sum store.Recorded
+	for _, r := range single {
+		got := mustRecord(t, f.st, r)
+		sum.Plants, sum.Raised, sum.Closed = sum.Plants+got.Plants, sum.Raised+got.Raised, sum.Closed+got.Closed
+	}
+	if rec.Plants != sum.Plants || rec.Raised != sum.Raised || rec.Closed != sum.Closed {
+		t.Errorf("batch recorded %+v, one by one %+v", rec, sum)
+	}
+	list := func(bed store.Bed, plant string) string {
+		t.Helper()
+		var pts []store.HistoryPoint
+		var err error
+		if plant == "" {
+			pts, err = f.st.BedHistory(f.garden.ID, bed.ID, day0, at(72), 0)
+		} else {
+			pts, err = f.st.PlantHistory(f.garden.ID, bed.ID, plant, day0, at(72), 0)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pointsText(pts)
+	}
+	for _, plant := range []string{"p", "q", ""} {
+		if got, want := list(f.bed, plant), list(one, plant); got != want {
+			t.Errorf("plant %q: batch kept\n%s\none by one\n%s", plant, got, want)
+		}
+	}
+	if got, want := list(f.bed, "p"), "11-01T22:00:00.000000 h=0.41 water=0 nutrients=0 diseases=0; 11-01T23:00:00.000000 h=0.42 water=3 nutrients=0 diseases=0; "+
+		"11-02T00:00:00.000000 h=0.44 water=0 nutrients=0 diseases=0; 11-02T05:00:00.000000 h=0.45 water=0 nutrients=0 diseases=0; "; got != want {
+		t.Errorf("plant p kept\n%s\nwant\n%s", got, want)
+	}
+}

@@ -116,6 +116,7 @@ func Run(t *testing.T, h Harness) {
 		{"HistoryRecordsEachMeasurementOnce", testHistoryRecordsEachMeasurementOnce},
 		{"HistoryReadOnceAcrossNodes", testHistoryReadOnceAcrossNodes},
 		{"HistoryRetention", testHistoryRetention},
+		{"HistoryBatchAsOneByOne", testHistoryBatchAsOneByOne},
 		{"AlertsFollowMeasurements", testAlertsFollowMeasurements},
 		{"AlertTask", testAlertTask},
 		{"Guidance", testGuidance},
