@@ -413,7 +413,7 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (n int, last u
 		if !ok {
 			return 0, published, errors.Join(fmt.Errorf("change %d: kind %q has no sync adapter", c.Seq, c.Kind), wait())
 		}
-		att := &boxAttacher{b: b}
+		att := &boxAttacher{b: b, seq: c.Seq}
 		rec, err := kd.encode(ctx, b.cfg.Store, b.site.Number, c, att)
 		for _, name := range att.names {
 			objects[name] = c.Seq
@@ -518,16 +518,31 @@ func (b *Box) acknowledged(ctx context.Context, seq uint64) {
 	}
 }
 
-// boxAttacher puts pictures into the box's bucket.
+// boxAttacher puts pictures into the box's bucket for change seq.
 type boxAttacher struct {
 	b     *Box
+	seq   uint64
 	names []string
 }
 
 func (a *boxAttacher) PutObject(ctx context.Context, name, imagePath string) (int64, string, error) {
+	// Held for this change from now on: an acknowledgment arriving before the batch
+	// ends must not delete a picture this change names (the office would wait for
+	// it forever).
+	a.b.mu.Lock()
+	a.b.objects[name] = max(a.b.objects[name], a.seq)
+	a.b.mu.Unlock()
 	if info, err := a.b.pics.GetInfo(ctx, name); err == nil {
-		a.names = append(a.names, name)
-		return int64(info.Size), info.Digest, nil
+		whole, err := a.b.wholeObject(ctx, info)
+		if err != nil {
+			return 0, "", err
+		}
+		if whole {
+			a.names = append(a.names, name)
+			return int64(info.Size), info.Digest, nil
+		}
+		// A put cut short (the bucket full, say) may leave its description
+		// without the chunks: put it again, under a new description.
 	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return 0, "", err
 	}
@@ -543,6 +558,25 @@ func (a *boxAttacher) PutObject(ctx context.Context, name, imagePath string) (in
 	a.names = append(a.names, name)
 	return int64(info.Size), info.Digest, nil
 }
+
+// wholeObject reports whether the bucket holds every chunk the object's
+// description counts.
+func (b *Box) wholeObject(ctx context.Context, info *jetstream.ObjectInfo) (bool, error) {
+	s, err := b.js.Stream(ctx, "OBJ_"+info.Bucket)
+	if err != nil {
+		return false, err
+	}
+	subject := chunkSubject(info.Bucket, info.NUID)
+	si, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return false, err
+	}
+	return si.State.Subjects[subject] == uint64(info.Chunks), nil
+}
+
+// chunkSubject is the subject of an object's chunks in its bucket's stream (the
+// object store's layout).
+func chunkSubject(bucket, nuid string) string { return "$O." + bucket + ".C." + nuid }
 
 // officeLoop applies the office's users, read from the hub's stream across the leaf
 // node whenever the uplink is up.

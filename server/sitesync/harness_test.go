@@ -73,8 +73,17 @@ func startOffice(t testing.TB, hub *synctest.Hub, st *postgres.Store, node strin
 // startOfficeAt is startOffice with the clock now.
 func startOfficeAt(t testing.TB, hub *synctest.Hub, st *postgres.Store, node string, now func() time.Time) *testOffice {
 	t.Helper()
-	o, err := StartOffice(OfficeConfig{Store: st, HubURL: hub.ClientURL(), Node: node, Logger: testLogger(t, node),
-		Poll: 200 * time.Millisecond, Lease: 3 * time.Second, Now: now})
+	return startOfficeWith(t, hub, OfficeConfig{Store: st, Node: node, Now: now})
+}
+
+// startOfficeWith runs an office node of cfg, with the hub, a test logger and the
+// tests' poll and lease.
+func startOfficeWith(t testing.TB, hub *synctest.Hub, cfg OfficeConfig) *testOffice {
+	t.Helper()
+	st := cfg.Store.(*postgres.Store)
+	cfg.HubURL, cfg.Logger = hub.ClientURL(), testLogger(t, cfg.Node)
+	cfg.Poll, cfg.Lease = 200*time.Millisecond, 3*time.Second
+	o, err := StartOffice(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

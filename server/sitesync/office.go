@@ -519,6 +519,7 @@ func (o *Office) runSite(ctx context.Context, s store.Site) {
 				}
 			}
 			if len(pending) == 0 {
+				a.sweepPictures(ctx) // markers arrive after what they let go was applied
 				continue
 			}
 			done, err := a.apply(ctx, pending)
@@ -543,6 +544,9 @@ type siteApplier struct {
 	site store.Site
 	log  zerolog.Logger
 	obs  jetstream.ObjectStore
+	// lastSweep and swept: sweepPictures' last run and the chunks it purged.
+	lastSweep time.Time
+	swept     map[string]bool
 }
 
 // item is one message on its way in.
@@ -619,7 +623,7 @@ func (a *siteApplier) apply(ctx context.Context, msgs []jetstream.Msg) (int, err
 	} else if err != nil {
 		return 0, err
 	}
-	a.after(ctx, items, removed, f)
+	a.after(ctx, items, removed)
 	return len(items), nil
 }
 
@@ -645,8 +649,8 @@ func (a *siteApplier) applyItems(items []item, _ uint64) (store.Removed, error) 
 }
 
 // after settles a committed batch: refusals logged, replaced pictures removed, the
-// hub's copies of what was applied purged.
-func (a *siteApplier) after(ctx context.Context, items []item, removed store.Removed, f *officeFetcher) {
+// hub's copies of what was applied and let go purged.
+func (a *siteApplier) after(ctx context.Context, items []item, removed store.Removed) {
 	var applied, refused uint64
 	var purgeBelow uint64
 	for _, it := range items {
@@ -671,11 +675,7 @@ func (a *siteApplier) after(ctx context.Context, items []item, removed store.Rem
 			a.log.Warn().Err(err).Str("path", p).Msg("sync: remove a replaced picture")
 		}
 	}
-	for _, name := range f.fetched {
-		if err := a.obs.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			a.log.Debug().Err(err).Str("object", name).Msg("sync: delete an applied picture at the hub")
-		}
-	}
+	a.sweepPictures(ctx)
 	// The last applied message stays: the hub resumes sourcing after the message
 	// it holds (by sequence); with none it would resume by time, where clocks
 	// matter.
@@ -685,6 +685,48 @@ func (a *siteApplier) after(ctx context.Context, items []item, removed store.Rem
 		}
 	}
 	a.o.contact()
+}
+
+// sweepPictures purges at the hub the chunks of the pictures the box has let go, at
+// most once per Poll. The box deletes a picture once every change naming it is
+// applied here, and its deletion marker comes through the bucket's sourcing: no
+// change still to apply needs those chunks. Nothing else is deleted at the hub: a
+// picture applied here may be named again by a later change while the box still
+// holds it, and the newest messages sourced from the box (the markers among them)
+// must stay, since the hub resumes sourcing after them when it is set up afresh;
+// without them it would start over and store chunks twice (a corrupt picture).
+func (a *siteApplier) sweepPictures(ctx context.Context) {
+	if time.Since(a.lastSweep) < a.o.cfg.Poll {
+		return
+	}
+	a.lastSweep = time.Now()
+	infos, err := a.obs.List(ctx, jetstream.ListObjectsShowDeleted())
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrNoObjectsFound) {
+			a.log.Debug().Err(err).Msg("sync: list the pictures at the hub")
+		}
+		return
+	}
+	var s jetstream.Stream
+	for _, info := range infos {
+		if !info.Deleted || info.NUID == "" || a.swept[info.NUID] {
+			continue
+		}
+		if s == nil {
+			if s, err = a.o.js.Stream(ctx, "OBJ_"+PictureBucket(a.site.Number)); err != nil {
+				a.log.Debug().Err(err).Msg("sync: the pictures' stream at the hub")
+				return
+			}
+		}
+		if err := s.Purge(ctx, jetstream.WithPurgeSubject(chunkSubject(info.Bucket, info.NUID))); err != nil {
+			a.log.Debug().Err(err).Str("object", info.Name).Msg("sync: purge a picture the box let go at the hub")
+			return
+		}
+		if a.swept == nil {
+			a.swept = map[string]bool{}
+		}
+		a.swept[info.NUID] = true
+	}
 }
 
 // ack tells the box what is applied.
@@ -700,9 +742,8 @@ func (a *siteApplier) ack(ctx context.Context) {
 
 // officeFetcher copies pictures from the hub's bucket into the database.
 type officeFetcher struct {
-	images  store.ImageContent
-	obs     jetstream.ObjectStore
-	fetched []string
+	images store.ImageContent
+	obs    jetstream.ObjectStore
 }
 
 func (f *officeFetcher) FetchObject(ctx context.Context, name string, size int64, digest string) (string, error) {
@@ -725,7 +766,6 @@ func (f *officeFetcher) FetchObject(ctx context.Context, name string, size int64
 	if err != nil {
 		return "", err
 	}
-	f.fetched = append(f.fetched, name)
 	return path, nil
 }
 
