@@ -29,6 +29,8 @@ const DefaultMaxBytes = 1 << 30
 type BoxConfig struct {
 	Store  store.Backend
 	Images store.ImageContent
+	// Photos is where log photos' bytes are (the server's photo content).
+	Photos store.PhotoContent
 	// DataDir is the data directory; the NATS server's files go in DataDir/nats.
 	DataDir                   string
 	Uplink, CredsFile, CAFile string
@@ -518,20 +520,38 @@ func (b *Box) acknowledged(ctx context.Context, seq uint64) {
 	}
 }
 
-// boxAttacher puts pictures into the box's bucket.
+// boxAttacher puts pictures and photos into the box's bucket.
 type boxAttacher struct {
 	b     *Box
 	names []string
 }
 
 func (a *boxAttacher) PutObject(ctx context.Context, name, imagePath string) (int64, string, error) {
+	return a.put(ctx, name, func() (io.ReadCloser, error) {
+		rc, _, err := a.b.cfg.Images.OpenImage(ctx, imagePath)
+		return rc, err
+	})
+}
+
+func (a *boxAttacher) PutPhotoObject(ctx context.Context, name, photoPath string) (int64, string, error) {
+	return a.put(ctx, name, func() (io.ReadCloser, error) {
+		if a.b.cfg.Photos == nil {
+			return nil, errors.New("the box's sync has no photo content")
+		}
+		rc, _, err := a.b.cfg.Photos.OpenPhoto(ctx, photoPath)
+		return rc, err
+	})
+}
+
+// put stores what open yields under name, unless the bucket has it already.
+func (a *boxAttacher) put(ctx context.Context, name string, open func() (io.ReadCloser, error)) (int64, string, error) {
 	if info, err := a.b.pics.GetInfo(ctx, name); err == nil {
 		a.names = append(a.names, name)
 		return int64(info.Size), info.Digest, nil
 	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return 0, "", err
 	}
-	rc, _, err := a.b.cfg.Images.OpenImage(ctx, imagePath)
+	rc, err := open()
 	if err != nil {
 		return 0, "", err
 	}

@@ -60,6 +60,14 @@ func writes(t *testing.T, b *testBox, round, n int) {
 			Title: ptr("aphids " + name), Bed: ptr(bed.ID)}, nil))
 		task := must[store.Log](t)(b.st.CreateLog(g.ID, owner.ID, store.LogPatch{Type: ptr(store.LogTask),
 			Title: ptr("spray " + name), Assignee: ptr(u.Username)}, nil))
+		// Photos: on every other task, and on observations some of which are then
+		// deleted with their photos.
+		if i%2 == 1 {
+			addPhoto(t, b, g.ID, task.ID, u.ID, store.PhotoJPEG, randomBytes(4<<10), randomBytes(1<<10))
+		}
+		if i%3 != 0 {
+			addPhoto(t, b, g.ID, seen.ID, owner.ID, store.PhotoPNG, randomBytes(3<<10), nil)
+		}
 		switch i % 3 {
 		case 1:
 			must[store.Log](t)(b.st.UpdateLog(g.ID, task.ID, store.LogPatch{Status: ptr(store.LogDone)}, nil))
@@ -90,6 +98,24 @@ func writes(t *testing.T, b *testBox, round, n int) {
 
 func ptr[T any](v T) *T { return &v }
 
+// addPhoto stores a photo's content at a box and records it on a log (without a
+// thumbnail when thumb is nil).
+func addPhoto(t testing.TB, b *testBox, garden, log, uploader uint64, contentType string, pic, thumb []byte) store.Photo {
+	t.Helper()
+	ctx := context.Background()
+	p := store.Photo{ContentType: contentType, Width: 64, Height: 48, Uploader: uploader}
+	var err error
+	if p.Path, p.Size, err = b.photos.PutPhoto(ctx, garden, photoExt(contentType), bytes.NewReader(pic)); err != nil {
+		t.Fatal(err)
+	}
+	if thumb != nil {
+		if p.ThumbPath, p.ThumbSize, err = b.photos.PutPhoto(ctx, garden, ".jpg", bytes.NewReader(thumb)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return must[store.Photo](t)(b.st.AddPhoto(garden, log, p, 0, nil))
+}
+
 // converge waits until the office holds exactly the box's records.
 func converge(t *testing.T, within time.Duration, b *testBox, office store.Backend) time.Duration {
 	t.Helper()
@@ -103,7 +129,7 @@ func converge(t *testing.T, within time.Duration, b *testBox, office store.Backe
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		if last = diff(b.st, office, b.site.Number); len(last) == 0 {
+		if last = diff(b.st, office, b.site.Number, b.photos); len(last) == 0 {
 			return time.Since(start)
 		}
 		if os.Getenv("SYNC_TRACE") != "" {
