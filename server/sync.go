@@ -38,7 +38,7 @@ func (s *Server) openSync(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("--sync-creds: %w", err)
 		}
-		box, err := sitesync.StartBox(ctx, sitesync.BoxConfig{Store: s.store, Images: s.images, DataDir: c.DataDir,
+		box, err := sitesync.StartBox(ctx, sitesync.BoxConfig{Store: s.store, Images: s.images, Photos: s.photos, DataDir: c.DataDir,
 			Uplink: c.SyncUplink, CredsFile: c.SyncCreds, CAFile: c.SyncCA, MaxBytes: c.SyncMaxBytes,
 			Logger: s.log, Now: c.Now}, creds)
 		if err != nil {

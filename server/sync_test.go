@@ -225,6 +225,33 @@ func TestSyncTwoBoxesOneOffice(t *testing.T) {
 	if res := office.do("PUT", logsO+"/"+seenO, stranger, map[string]string{"title": "x"}); res.code != http.StatusNotFound {
 		t.Errorf("a stranger edits a replica log: %d, want 404", res.code)
 	}
+	// Its photos: the agronomist's photo at farm A reaches the office, which serves
+	// it and its thumbnail as farm A does, and takes or deletes photos of the log
+	// only at its home.
+	var ph struct{ ID uint64 }
+	farmA.send("POST", logsA+"/"+u64(seen.ID)+"/photos", agroA, "image/jpeg", phonePhoto(t, 640, 480)).decode(t, &ph)
+	photoA, photoO := logsA+"/"+u64(seen.ID)+"/photos/"+u64(ph.ID), logsO+"/"+seenO+"/photos/"+u64(store.GlobalID(2, ph.ID))
+	synced(t, "farm A's photo at the office", func() bool {
+		var l store.Log
+		res := office.do("GET", logsO+"/"+seenO, agro, nil)
+		return res.code == http.StatusOK && json.Unmarshal(res.body, &l) == nil && len(l.Photos) == 1 && l.Photos[0] == store.GlobalID(2, ph.ID)
+	})
+	for _, size := range []string{"full", "thumb"} {
+		home, here := farmA.do("GET", photoA+"?size="+size, agroA, nil), office.do("GET", photoO+"?size="+size, agro, nil)
+		if here.code != http.StatusOK || home.code != http.StatusOK || !bytes.Equal(here.body, home.body) ||
+			here.header.Get("Content-Type") != home.header.Get("Content-Type") {
+			t.Errorf("the photo's %s at the office: %d, %d bytes; at farm A: %d, %d bytes", size, here.code, len(here.body), home.code, len(home.body))
+		}
+	}
+	if res := office.send("POST", logsO+"/"+seenO+"/photos", agro, "image/jpeg", phonePhoto(t, 64, 48)); res.code != http.StatusConflict {
+		t.Errorf("a photo added at the office: %d %s, want 409", res.code, res.body)
+	} else {
+		wantHome(res, "a photo added at the office")
+	}
+	wantHome(office.do("DELETE", photoO, agro, nil), "the photo deleted at the office")
+	if res := office.do("DELETE", photoO, stranger, nil); res.code != http.StatusNotFound {
+		t.Errorf("a stranger deletes a replica photo: %d, want 404", res.code)
+	}
 	// Edited and deleted at its home: so at the office.
 	farmA.must(http.StatusOK, "PUT", logsA+"/"+u64(task.ID), agroA, map[string]string{"status": "done"})
 	farmA.must(http.StatusOK, "DELETE", logsA+"/"+u64(seen.ID), agroA, nil)
@@ -233,6 +260,9 @@ func TestSyncTwoBoxesOneOffice(t *testing.T) {
 		office.must(http.StatusOK, "GET", "/tasks", agro, nil).decode(t, &tasks)
 		return office.do("GET", logsO+"/"+seenO, agro, nil).code == http.StatusNotFound && len(tasks.Tasks) == 0
 	})
+	if paths, err := office.store().PhotoPaths(); err != nil || len(paths) != 0 {
+		t.Errorf("photo content left at the office after the log's deletion: %v, %v", paths, err)
+	}
 
 	// At its home, the same write works, and reaches the office.
 	farmA.must(http.StatusOK, "PUT", "/user", demoA, map[string]string{"first_name": "Renamed"})

@@ -18,8 +18,9 @@ import (
 // its ids in each backend's snapshot (StartChangeFeed), parents before children.
 
 // Kinds of change besides the archive kinds that replicate (KindUser, KindCompany,
-// KindGarden, KindBed, KindCompanyPermission, KindGardenPermission, KindLog). A user's widgets
-// document travels as part of the user.
+// KindGarden, KindBed, KindCompanyPermission, KindGardenPermission, KindLog,
+// KindPhoto: ID the photo, Ref its log). A user's widgets document travels as part of
+// the user.
 const (
 	// KindGardenImage is a garden's picture and its coordinates (ID: the garden, Ref:
 	// its company).
@@ -34,6 +35,7 @@ const (
 var SnapshotKinds = []string{
 	KindUser, KindCompany, KindGarden, KindGardenImage, KindBed,
 	KindCompanyPermission, KindGardenPermission, KindBedValues, KindLog,
+	KindPhoto,
 }
 
 // Change is one entry of the change feed: the record of kind with id changed (or was

@@ -52,6 +52,13 @@ type ReplicaWriter interface {
 	PutLog(l ArchivedLog) error
 	// DeleteLog deletes the log with its photos; one gone already is no error.
 	DeleteLog(id uint64) error
+	// PutPhoto creates or replaces the photo as its home keeps it, pointing at
+	// content stored here (PhotoContent.PutPhoto); its log (in p.Garden) and its
+	// uploader must be here. The content it showed before and no longer does is
+	// listed in Removed.PhotoPaths, to remove after the commit.
+	PutPhoto(p Photo) error
+	// DeletePhoto deletes the photo; one gone already is no error.
+	DeletePhoto(id uint64) error
 }
 
 // ReplicaStore keeps the replicas and, per site, the last sequence applied from it.

@@ -29,6 +29,8 @@ const DefaultMaxBytes = 1 << 30
 type BoxConfig struct {
 	Store  store.Backend
 	Images store.ImageContent
+	// Photos is where log photos' bytes are (the server's photo content).
+	Photos store.PhotoContent
 	// DataDir is the data directory; the NATS server's files go in DataDir/nats.
 	DataDir                   string
 	Uplink, CredsFile, CAFile string
@@ -518,7 +520,7 @@ func (b *Box) acknowledged(ctx context.Context, seq uint64) {
 	}
 }
 
-// boxAttacher puts pictures into the box's bucket for change seq.
+// boxAttacher puts pictures and photos into the box's bucket for change seq.
 type boxAttacher struct {
 	b     *Box
 	seq   uint64
@@ -526,6 +528,24 @@ type boxAttacher struct {
 }
 
 func (a *boxAttacher) PutObject(ctx context.Context, name, imagePath string) (int64, string, error) {
+	return a.put(ctx, name, func() (io.ReadCloser, error) {
+		rc, _, err := a.b.cfg.Images.OpenImage(ctx, imagePath)
+		return rc, err
+	})
+}
+
+func (a *boxAttacher) PutPhotoObject(ctx context.Context, name, photoPath string) (int64, string, error) {
+	return a.put(ctx, name, func() (io.ReadCloser, error) {
+		if a.b.cfg.Photos == nil {
+			return nil, errors.New("the box's sync has no photo content")
+		}
+		rc, _, err := a.b.cfg.Photos.OpenPhoto(ctx, photoPath)
+		return rc, err
+	})
+}
+
+// put stores what open yields under name, unless the bucket has it already.
+func (a *boxAttacher) put(ctx context.Context, name string, open func() (io.ReadCloser, error)) (int64, string, error) {
 	// Held for this change from now on: an acknowledgment arriving before the batch
 	// ends must not delete a picture this change names (the office would wait for
 	// it forever).
@@ -546,7 +566,7 @@ func (a *boxAttacher) PutObject(ctx context.Context, name, imagePath string) (in
 	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return 0, "", err
 	}
-	rc, _, err := a.b.cfg.Images.OpenImage(ctx, imagePath)
+	rc, err := open()
 	if err != nil {
 		return 0, "", err
 	}

@@ -1,15 +1,20 @@
 package sitesync
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/gardend/gardend/store"
 )
 
 // diff lists how the office's replicas of site differ from the box's records (ids
-// mapped): nothing when the office holds exactly the box's records.
-func diff(box, office store.Backend, site uint32) []string {
+// mapped): nothing when the office holds exactly the box's records. Photos' bytes
+// are compared by digest, the box's in boxPhotos.
+func diff(box, office store.Backend, site uint32, boxPhotos store.PhotoContent) []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	g := func(id uint64) uint64 { return store.GlobalID(site, id) }
@@ -119,6 +124,9 @@ func diff(box, office store.Backend, site uint32) []string {
 				if fmt.Sprint(want) != fmt.Sprint(got) || wantBed != gotBed {
 					bad("log %d: %+v at the office, %+v wanted", bl[i].ID, got, want)
 				}
+				for _, problem := range diffPhotos(box, office, boxPhotos, bl[i], ol[i], g, atOffice) {
+					bad("log %d: %s", bl[i].ID, problem)
+				}
 			}
 		}
 		bv, _ := box.BedValuesOfGarden(bg.ID)
@@ -184,6 +192,63 @@ func diff(box, office store.Backend, site uint32) []string {
 		bad("permissions: %v at the office, %v at the box", gotP, wantP)
 	}
 	return out
+}
+
+// diffPhotos lists how the photos of the office's replica of a log differ from the
+// box's: records, and bytes (picture and thumbnail) by digest.
+func diffPhotos(box, office store.Backend, boxPhotos store.PhotoContent, bl, ol store.Log, g, atOffice func(uint64) uint64) []string {
+	var out []string
+	want := make([]uint64, len(bl.Photos))
+	for i, id := range bl.Photos {
+		want[i] = g(id)
+	}
+	if !slices.Equal(want, ol.Photos) {
+		return []string{fmt.Sprintf("photos %v at the office, %v wanted", ol.Photos, want)}
+	}
+	officePhotos, ok := office.(store.PhotoContent)
+	if !ok || boxPhotos == nil {
+		return []string{"no photo content to compare"}
+	}
+	for i, id := range bl.Photos {
+		bp, err1 := box.Photo(bl.Garden, bl.ID, id)
+		op, err2 := office.Photo(ol.Garden, ol.ID, ol.Photos[i])
+		if err1 != nil || err2 != nil {
+			out = append(out, fmt.Sprintf("photo %d: %v, %v", id, err1, err2))
+			continue
+		}
+		if op.ContentType != bp.ContentType || op.Width != bp.Width || op.Height != bp.Height || op.Size != bp.Size ||
+			op.ThumbSize != bp.ThumbSize || op.Uploader != atOffice(bp.Uploader) || !op.Created.Equal(bp.Created) ||
+			(op.ThumbPath == "") != (bp.ThumbPath == "") {
+			out = append(out, fmt.Sprintf("photo %d: %+v at the office, %+v at the box", id, op, bp))
+			continue
+		}
+		paths := [][2]string{{bp.Path, op.Path}}
+		if bp.ThumbPath != "" {
+			paths = append(paths, [2]string{bp.ThumbPath, op.ThumbPath})
+		}
+		for _, pp := range paths {
+			bd, err1 := contentDigest(boxPhotos, pp[0])
+			od, err2 := contentDigest(officePhotos, pp[1])
+			if err1 != nil || err2 != nil || bd != od {
+				out = append(out, fmt.Sprintf("photo %d: content %s at the box and %s at the office differ (%v, %v)", id, pp[0], pp[1], err1, err2))
+			}
+		}
+	}
+	return out
+}
+
+// contentDigest is the SHA-256 of the photo content at path.
+func contentDigest(c store.PhotoContent, path string) (string, error) {
+	rc, _, err := c.OpenPhoto(context.Background(), path)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = rc.Close() }()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // allLogs lists every log of the garden, page after page.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +61,14 @@ func writes(t *testing.T, b *testBox, round, n int) {
 			Title: ptr("aphids " + name), Bed: ptr(bed.ID)}, nil))
 		task := must[store.Log](t)(b.st.CreateLog(g.ID, owner.ID, store.LogPatch{Type: ptr(store.LogTask),
 			Title: ptr("spray " + name), Assignee: ptr(u.Username)}, nil))
+		// Photos: on every other task, and on observations some of which are then
+		// deleted with their photos.
+		if i%2 == 1 {
+			addPhoto(t, b, g.ID, task.ID, u.ID, store.PhotoJPEG, randomBytes(4<<10), randomBytes(1<<10))
+		}
+		if i%3 != 0 {
+			addPhoto(t, b, g.ID, seen.ID, owner.ID, store.PhotoPNG, randomBytes(3<<10), nil)
+		}
 		switch i % 3 {
 		case 1:
 			must[store.Log](t)(b.st.UpdateLog(g.ID, task.ID, store.LogPatch{Status: ptr(store.LogDone)}, nil))
@@ -90,6 +99,24 @@ func writes(t *testing.T, b *testBox, round, n int) {
 
 func ptr[T any](v T) *T { return &v }
 
+// addPhoto stores a photo's content at a box and records it on a log (without a
+// thumbnail when thumb is nil).
+func addPhoto(t testing.TB, b *testBox, garden, log, uploader uint64, contentType string, pic, thumb []byte) store.Photo {
+	t.Helper()
+	ctx := context.Background()
+	p := store.Photo{ContentType: contentType, Width: 64, Height: 48, Uploader: uploader}
+	var err error
+	if p.Path, p.Size, err = b.photos.PutPhoto(ctx, garden, photoExt(contentType), bytes.NewReader(pic)); err != nil {
+		t.Fatal(err)
+	}
+	if thumb != nil {
+		if p.ThumbPath, p.ThumbSize, err = b.photos.PutPhoto(ctx, garden, ".jpg", bytes.NewReader(thumb)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return must[store.Photo](t)(b.st.AddPhoto(garden, log, p, 0, nil))
+}
+
 // converge waits until the office holds exactly the box's records.
 func converge(t *testing.T, within time.Duration, b *testBox, office store.Backend) time.Duration {
 	t.Helper()
@@ -103,7 +130,7 @@ func converge(t *testing.T, within time.Duration, b *testBox, office store.Backe
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		if last = diff(b.st, office, b.site.Number); len(last) == 0 {
+		if last = diff(b.st, office, b.site.Number, b.photos); len(last) == 0 {
 			return time.Since(start)
 		}
 		if os.Getenv("SYNC_TRACE") != "" {
@@ -271,22 +298,62 @@ func TestForgedChanges(t *testing.T) {
 		// And one of its own, which stands.
 		{Site: a, Seq: 8, Kind: store.KindCompany, ID: store.GlobalID(a, 1), Rec: rec(store.Company{ID: store.GlobalID(a, 1), Name: "farm a"})},
 	}
+	// Photos: a log of farm-a's with one photo whose bytes are not the ones the
+	// change names, one homed at farm-b, and one that stands.
+	obs, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: PictureBucket(a), Storage: jetstream.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	picture := randomBytes(5000)
+	object := func(name string, data []byte) wireFile {
+		info, err := obs.PutBytes(ctx, name, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wireFile{Object: name, Size: int64(info.Size), SHA256: info.Digest}
+	}
+	good := object("photos/000000000000000000000000000000a1.jpg", picture)
+	tampered := object("photos/000000000000000000000000000000a2.jpg", picture)
+	tampered.SHA256 = good.SHA256[:len(good.SHA256)-4] + "AAA="
+	author, garden, log := store.GlobalID(a, 1), store.GlobalID(a, 10), store.GlobalID(a, 5)
+	photo := func(id uint64, f wireFile) json.RawMessage {
+		return rec(wirePhoto{ID: id, Log: log, Garden: garden, ContentType: store.PhotoJPEG, Width: 64, Height: 48,
+			Uploader: author, Created: time.Now(), Picture: f})
+	}
+	forged = append(forged,
+		Message{Site: a, Seq: 9, Kind: store.KindGarden, ID: garden, Rec: rec(wireGarden{ID: garden, Company: store.GlobalID(a, 1), Name: "field"})},
+		Message{Site: a, Seq: 10, Kind: store.KindUser, ID: author, Rec: rec(wireUser{ID: author, Username: "farmer", FirstName: "F", LastName: "A", PasswordHash: "h"})},
+		Message{Site: a, Seq: 11, Kind: store.KindLog, ID: log, Rec: rec(store.ArchivedLog{ID: log, Garden: garden, Type: store.LogObservation,
+			Title: "blight", Status: store.LogDone, AuthorID: author, At: time.Now(), Created: time.Now(), Updated: time.Now()})},
+		Message{Site: a, Seq: 12, Kind: store.KindPhoto, ID: store.GlobalID(a, 6), Ref: log, Rec: photo(store.GlobalID(a, 6), tampered)},
+		Message{Site: a, Seq: 13, Kind: store.KindPhoto, ID: store.GlobalID(bb, 7), Ref: log, Rec: photo(store.GlobalID(bb, 7), good)},
+		Message{Site: a, Seq: 14, Kind: store.KindPhoto, ID: store.GlobalID(a, 8), Ref: log, Rec: photo(store.GlobalID(a, 8), good)},
+	)
 	for _, m := range forged {
 		data, _ := json.Marshal(m)
 		if _, err := js.Publish(ctx, OutSubject(a), data); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, "the office applied farm-a's own company", func() bool {
+	waitFor(t, 30*time.Second, "the office applied farm-a's own company and photo", func() bool {
 		_, err := ost.Company(store.GlobalID(a, 1))
-		return err == nil
+		_, perr := ost.PhotoByID(store.GlobalID(a, 8))
+		return err == nil && perr == nil
 	})
 	waitFor(t, 10*time.Second, "the last forgery counted", func() bool {
 		_, refused := counters(o, a)
-		return refused == 7
+		return refused == 9
 	})
-	if applied, refused := counters(o, a); applied != 1 || refused != 7 {
-		t.Errorf("applied %d, refused %d; want 1 and 7", applied, refused)
+	if applied, refused := counters(o, a); applied != 5 || refused != 9 {
+		t.Errorf("applied %d, refused %d; want 5 and 9", applied, refused)
+	}
+	if l, err := ost.Log(garden, log); err != nil || !slices.Equal(l.Photos, []uint64{store.GlobalID(a, 8)}) {
+		t.Errorf("the log's photos at the office: %v, %v; want only the one that stands", l.Photos, err)
+	}
+	if p, err := ost.PhotoByID(store.GlobalID(a, 8)); err != nil {
+		t.Error(err)
+	} else if got := openBytes(t, ost, p.Path); !bytes.Equal(got, picture) {
+		t.Errorf("the photo that stands holds %d bytes, not the %d sent", len(got), len(picture))
 	}
 	if u, _ := ost.UserByID(officeUser.ID); u.PasswordHash != "office-hash" {
 		t.Errorf("the office user's hash became %q", u.PasswordHash)
@@ -306,8 +373,11 @@ func TestForgedChanges(t *testing.T) {
 		t.Errorf("a garden appeared in the office's company: %+v", gs)
 	}
 	out := logs.String()
-	if n := strings.Count(out, "refused a change from a site"); n != 7 {
-		t.Errorf("%d refusals logged, want 7:\n%s", n, out)
+	if n := strings.Count(out, "refused a change from a site"); n != 9 {
+		t.Errorf("%d refusals logged, want 9:\n%s", n, out)
+	}
+	if !strings.Contains(out, "the change says 5000 bytes of "+tampered.SHA256) {
+		t.Errorf("the tampered photo's refusal does not say why:\n%s", out)
 	}
 
 	// The credentials allow nothing else at the hub: not another site's report

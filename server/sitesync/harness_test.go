@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -36,6 +38,31 @@ func (f files) OpenImage(_ context.Context, p string) (io.ReadCloser, int64, err
 	return f.dir.Open(p)
 }
 func (f files) RemoveImage(_ context.Context, p string) error { return f.dir.Remove(p) }
+
+// photoDir is photo content in a directory, as a field box keeps it.
+type photoDir struct{ dir *imagestore.Store }
+
+func (f photoDir) PutPhoto(_ context.Context, _ uint64, ext string, r io.Reader) (string, int64, error) {
+	p, err := f.dir.CreateAs(ext)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := io.Copy(p, r)
+	if err != nil {
+		p.Abort()
+		return "", 0, err
+	}
+	rel, err := p.Commit()
+	return rel, n, err
+}
+func (f photoDir) OpenPhoto(_ context.Context, p string) (io.ReadCloser, int64, error) {
+	rc, n, err := f.dir.Open(p)
+	if errors.Is(err, imagestore.ErrNotFound) {
+		err = fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	return rc, n, err
+}
+func (f photoDir) RemovePhoto(_ context.Context, p string) error { return f.dir.Remove(p) }
 
 func testLogger(t testing.TB, name string) zerolog.Logger {
 	if testing.Verbose() {
@@ -108,6 +135,7 @@ type testBox struct {
 	dir    string
 	st     *bolt.Store
 	images files
+	photos photoDir
 	creds  []byte
 	uplink string
 	box    *Box
@@ -140,7 +168,11 @@ func newBoxStoreAt(t testing.TB, now func() time.Time) *testBox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testBox{dir: dir, st: st, images: files{imgs}, now: now}
+	photos, err := imagestore.OpenFor(filepath.Join(dir, store.PhotoDir), ".jpg", ".png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testBox{dir: dir, st: st, images: files{imgs}, photos: photoDir{photos}, now: now}
 }
 
 // join registers the box as a site at the office and starts its sync.
@@ -162,7 +194,7 @@ func (b *testBox) start(t testing.TB) {
 	}
 	log := testLogger(t, b.site.Name)
 	log = log.Output(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), &b.logs))
-	box, err := StartBox(context.Background(), BoxConfig{Store: b.st, Images: b.images, DataDir: b.dir, Uplink: b.uplink,
+	box, err := StartBox(context.Background(), BoxConfig{Store: b.st, Images: b.images, Photos: b.photos, DataDir: b.dir, Uplink: b.uplink,
 		CredsFile: credsFile, Logger: log, Poll: cmp.Or(b.poll, 50*time.Millisecond), MaxBytes: b.maxBytes, Now: b.now}, b.creds)
 	if err != nil {
 		t.Fatal(err)

@@ -39,11 +39,14 @@ type Kind[T any] struct {
 	// every kind go from a box to the office.
 	ToBoxes bool
 	// Attach, when set, runs at the sender before the change is sent, outside any
-	// transaction: pictures put their bytes into the object store.
+	// transaction: pictures and photos put their bytes into the object store.
 	Attach func(ctx context.Context, a Attacher, rec *T) error
 	// Fetch, when set, runs at the receiver before the change is applied, outside
-	// any transaction: pictures copy their bytes into the image content. It reports
-	// ErrNotYet while what it needs has not arrived.
+	// any transaction: pictures and photos copy their bytes into the image or photo
+	// content. It reports ErrNotYet while what it needs has not arrived, and
+	// store.ErrNotFound while a record the content belongs to is not here (the
+	// change waits for the changes before it to be applied; refused when there are
+	// none).
 	Fetch func(ctx context.Context, f Fetcher, rec *T) error
 }
 
@@ -58,15 +61,23 @@ var errRefused = errors.New("refused")
 // Attacher is what Attach may use at the sender.
 type Attacher interface {
 	// PutObject stores the content of an image (ImageContent path) under name in
-	// the site's picture bucket, once, and returns its size and SHA-256 (hex).
+	// the site's picture bucket, once, and returns its size and digest (the object
+	// store's SHA-256).
 	PutObject(ctx context.Context, name, imagePath string) (size int64, digest string, err error)
+	// PutPhotoObject is PutObject for photo content (PhotoContent path).
+	PutPhotoObject(ctx context.Context, name, photoPath string) (size int64, digest string, err error)
 }
 
-// Fetcher is what Fetch may use at the receiver.
+// Fetcher is what Fetch may use at the receiver. An object whose size or digest is
+// not the one the change names is refused (errRefused): names are content paths,
+// which never change, so only a forged or corrupt change names another.
 type Fetcher interface {
 	// FetchObject copies the object name of the sender's picture bucket into the
 	// image content and returns its path there; ErrNotYet while it is incomplete.
 	FetchObject(ctx context.Context, name string, size int64, digest string) (path string, err error)
+	// FetchPhotoObject is FetchObject into the photo content of the garden (ext
+	// ".jpg" or ".png").
+	FetchPhotoObject(ctx context.Context, name string, size int64, digest string, gardenID uint64, ext string) (path string, err error)
 }
 
 // kind is a Kind without its type, as the transport sees it.

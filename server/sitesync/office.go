@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 type OfficeBackend interface {
 	store.Backend
 	store.Shared
+	store.SharedPhotos
 	store.SiteStore
 }
 
@@ -568,7 +570,7 @@ func (a *siteApplier) apply(ctx context.Context, msgs []jetstream.Msg) (int, err
 	if err != nil {
 		return 0, err
 	}
-	f := &officeFetcher{images: a.o.cfg.Store, obs: a.obs}
+	f := &officeFetcher{images: a.o.cfg.Store, photos: a.o.cfg.Store, obs: a.obs}
 	var items []item
 	for _, msg := range msgs {
 		it := item{msg: msg}
@@ -592,6 +594,11 @@ func (a *siteApplier) apply(ctx context.Context, msgs []jetstream.Msg) (int, err
 			if err := it.d.fetch(ctx, f); errors.Is(err, ErrNotYet) {
 				a.log.Debug().Uint64("seq", it.m.Seq).Str("kind", it.m.Kind).Uint64("id", it.m.ID).
 					Msg("sync: waiting for the change's picture")
+				break
+			} else if errors.Is(err, store.ErrNotFound) && applies(items) {
+				// The content's record (a photo's garden) comes with the changes before
+				// it: they are applied first, and it is fetched again at the head of
+				// the next batch (refused there if still missing).
 				break
 			} else if err != nil {
 				if !refusable(err) {
@@ -619,12 +626,24 @@ func (a *siteApplier) apply(ctx context.Context, msgs []jetstream.Msg) (int, err
 				return i, err
 			}
 			removed.ImagePaths = append(removed.ImagePaths, r.ImagePaths...)
+			removed.PhotoPaths = append(removed.PhotoPaths, r.PhotoPaths...)
 		}
 	} else if err != nil {
 		return 0, err
 	}
 	a.after(ctx, items, removed)
 	return len(items), nil
+}
+
+// applies reports whether any of items is a change to apply (not one applied
+// before, not refused).
+func applies(items []item) bool {
+	for _, it := range items {
+		if !it.dup && it.refused == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // applyItems applies items in one transaction (those above the cursor and not
@@ -673,6 +692,11 @@ func (a *siteApplier) after(ctx context.Context, items []item, removed store.Rem
 	for _, p := range removed.ImagePaths {
 		if err := a.o.cfg.Store.RemoveImage(ctx, p); err != nil {
 			a.log.Warn().Err(err).Str("path", p).Msg("sync: remove a replaced picture")
+		}
+	}
+	for _, p := range removed.PhotoPaths {
+		if err := a.o.cfg.Store.RemovePhoto(ctx, p); err != nil {
+			a.log.Warn().Err(err).Str("path", p).Msg("sync: remove a replaced photo")
 		}
 	}
 	a.sweepPictures(ctx)
@@ -740,13 +764,30 @@ func (a *siteApplier) ack(ctx context.Context) {
 	_ = ctx
 }
 
-// officeFetcher copies pictures from the hub's bucket into the database.
+// officeFetcher copies pictures and photos from the hub's bucket into the database.
 type officeFetcher struct {
 	images store.ImageContent
+	photos store.PhotoContent
 	obs    jetstream.ObjectStore
 }
 
 func (f *officeFetcher) FetchObject(ctx context.Context, name string, size int64, digest string) (string, error) {
+	return f.fetch(ctx, name, size, digest, func(r io.Reader) (string, error) {
+		path, _, err := f.images.PutImage(ctx, 0, r)
+		return path, err
+	})
+}
+
+func (f *officeFetcher) FetchPhotoObject(ctx context.Context, name string, size int64, digest string, gardenID uint64, ext string) (string, error) {
+	return f.fetch(ctx, name, size, digest, func(r io.Reader) (string, error) {
+		path, _, err := f.photos.PutPhoto(ctx, gardenID, ext, r)
+		return path, err
+	})
+}
+
+// fetch copies the object name, once it is whole and what the change says, into
+// the content through put.
+func (f *officeFetcher) fetch(ctx context.Context, name string, size int64, digest string, put func(io.Reader) (string, error)) (string, error) {
 	info, err := f.obs.GetInfo(ctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return "", ErrNotYet
@@ -755,14 +796,19 @@ func (f *officeFetcher) FetchObject(ctx context.Context, name string, size int64
 		return "", err
 	}
 	if int64(info.Size) != size || info.Digest != digest {
-		return "", ErrNotYet // an older copy; the one named arrives after it
+		// Its name is a content path, which never changes: every copy is the same.
+		return "", fmt.Errorf("%w: object %q holds %d bytes of digest %s; the change says %d bytes of %s",
+			errRefused, name, info.Size, info.Digest, size, digest)
 	}
 	r, err := f.obs.Get(ctx, name)
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = r.Close() }()
-	path, _, err := f.images.PutImage(ctx, 0, r)
+	path, err := put(r)
+	if errors.Is(err, jetstream.ErrDigestMismatch) {
+		return "", fmt.Errorf("%w: object %q: %v", errRefused, name, err)
+	}
 	if err != nil {
 		return "", err
 	}

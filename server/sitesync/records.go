@@ -208,8 +208,8 @@ func init() {
 		// Values go with their bed.
 	})
 	// A log (tasks are logs) is its company's record, like a bed: its author or
-	// assignee may be anyone's (an agronomist of the office). Its photos stay at
-	// its home for now (docs/sync.md).
+	// assignee may be anyone's (an agronomist of the office). Its photos are a kind
+	// of their own (photos.go).
 	Register(Kind[store.ArchivedLog]{
 		Name: store.KindLog,
 		Load: func(st store.Backend, id, garden uint64) (store.ArchivedLog, bool, error) {

@@ -114,6 +114,14 @@ func snapshotKind(tx *bbolt.Tx, kind string, fn func(id, ref uint64) error) erro
 			}
 			return fn(a.ID, a.Garden)
 		})
+	case store.KindPhoto:
+		return keys(bucketPhotos, func(k, v []byte) error {
+			var p store.Photo
+			if err := json.Unmarshal(v, &p); err != nil {
+				return fmt.Errorf("decode photo %d: %w", btoi(k), err)
+			}
+			return fn(p.ID, p.Log)
+		})
 	}
 	return fmt.Errorf("snapshot: unknown kind %q", kind)
 }

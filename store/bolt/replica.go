@@ -349,3 +349,53 @@ func (w *replicaWriter) DeleteLog(id uint64) error {
 	}
 	return deleteLog(w.tx, a, w.removed)
 }
+
+func (w *replicaWriter) PutPhoto(p store.Photo) error {
+	p.Created = store.LogTime(p.Created)
+	p.ClientKey = ""
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	tx := w.tx
+	if _, err := logOf(tx, p.Garden, p.Log); err != nil {
+		return err
+	}
+	if _, err := getRecord[userRecord](tx, bucketUsers, "user", p.Uploader); err != nil {
+		return err
+	}
+	old, err := getPhoto(tx, p.ID)
+	switch {
+	case err == nil:
+		if old.Log != p.Log {
+			return fmt.Errorf("%w: photo %d belongs to log %d, not %d", store.ErrInvalid, p.ID, old.Log, p.Log)
+		}
+		for _, path := range []string{old.Path, old.ThumbPath} {
+			if path != "" && path != p.Path && path != p.ThumbPath {
+				w.removed.PhotoPaths = append(w.removed.PhotoPaths, path)
+			}
+		}
+		if err := addPhotoBytes(tx, -old.Bytes()); err != nil {
+			return err
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	default:
+		if len(idsUnder(tx.Bucket(bucketLogPhotos), itob(p.Log))) >= store.MaxLogPhotos {
+			return store.LogPhotosFull(p.Log)
+		}
+	}
+	if err := putJSON(tx.Bucket(bucketPhotos), itob(p.ID), p); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketLogPhotos).Put(pairKey(p.Log, p.ID), present); err != nil {
+		return err
+	}
+	return addPhotoBytes(tx, p.Bytes())
+}
+
+func (w *replicaWriter) DeletePhoto(id uint64) error {
+	if _, err := getPhoto(w.tx, id); errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return deletePhoto(w.tx, id, w.removed)
+}

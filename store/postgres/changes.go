@@ -42,6 +42,7 @@ var snapshotSQL = map[string]string{
 	store.KindGardenPermission:  `SELECT garden_id, user_id FROM garden_permissions WHERE garden_id < $1 ORDER BY id`,
 	store.KindBedValues:         `SELECT bed_id, garden_id FROM bed_values WHERE bed_id < $1 ORDER BY bed_id`,
 	store.KindLog:               `SELECT id, garden_id FROM logs WHERE id < $1 ORDER BY id`,
+	store.KindPhoto:             `SELECT id, log_id FROM photos WHERE id < $1 ORDER BY id`,
 }
 
 // StartChangeFeed turns the feed on; the first time, the same transaction appends a

@@ -337,3 +337,56 @@ func (w *replicaWriter) DeleteLog(id uint64) error {
 	_, err = w.tx.Exec(w.ctx, `DELETE FROM logs WHERE id = $1`, id)
 	return err
 }
+
+func (w *replicaWriter) PutPhoto(p store.Photo) error {
+	p.Created = store.LogTime(p.Created)
+	p.ClientKey = ""
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	ctx, tx := w.ctx, w.tx
+	// The log's row lock orders this with its deletion, as AddPhoto's does.
+	l, err := logByID(ctx, tx, p.Garden, p.Log, true)
+	if err != nil {
+		return err
+	}
+	var oldLog uint64
+	var oldPath string
+	var oldThumb *string
+	err = tx.QueryRow(ctx, `SELECT log_id, path, thumb_path FROM photos WHERE id = $1 FOR UPDATE`, p.ID).Scan(&oldLog, &oldPath, &oldThumb)
+	switch {
+	case err == nil:
+		if oldLog != p.Log {
+			return fmt.Errorf("%w: photo %d belongs to log %d, not %d", store.ErrInvalid, p.ID, oldLog, p.Log)
+		}
+		for _, path := range []*string{&oldPath, oldThumb} {
+			if path != nil && *path != p.Path && *path != p.ThumbPath {
+				w.removed.PhotoPaths = append(w.removed.PhotoPaths, *path)
+			}
+		}
+	case !errors.Is(err, pgx.ErrNoRows):
+		return err
+	case len(l.Photos) >= store.MaxLogPhotos:
+		return store.LogPhotosFull(p.Log)
+	}
+	var thumb *string
+	if p.ThumbPath != "" {
+		thumb = &p.ThumbPath
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO photos (id, log_id, garden_id, content_type, width, height, size, path, thumb_path, thumb_size, uploader, created)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (id) DO UPDATE SET (content_type, width, height, size, path, thumb_path, thumb_size, uploader, created) =
+			(excluded.content_type, excluded.width, excluded.height, excluded.size, excluded.path, excluded.thumb_path,
+			 excluded.thumb_size, excluded.uploader, excluded.created)`,
+		p.ID, p.Log, p.Garden, p.ContentType, p.Width, p.Height, p.Size, p.Path, thumb, p.ThumbSize, p.Uploader, ts(p.Created))
+	if isForeignKey(err) {
+		return fmt.Errorf("photo %d: its uploader %d: %w", p.ID, p.Uploader, store.ErrNotFound)
+	}
+	return err
+}
+
+func (w *replicaWriter) DeletePhoto(id uint64) error {
+	paths, err := deletePhotosWhere(w.ctx, w.tx, `id = $1`, id)
+	w.removed.PhotoPaths = append(w.removed.PhotoPaths, paths...)
+	return err
+}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -84,6 +85,11 @@ func testChangeFeedSnapshot(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ph := photo(1)
+	ph.Uploader = alice.ID
+	if ph, err = st.AddPhoto(g.ID, l.ID, ph, 0, nil); err != nil {
+		t.Fatal(err)
+	}
 	started, err := st.StartChangeFeed()
 	if err != nil || !started {
 		t.Fatalf("StartChangeFeed = %v, %v", started, err)
@@ -99,6 +105,7 @@ func testChangeFeedSnapshot(t *testing.T, h Harness) {
 		{store.KindGardenPermission, g.ID, bob.ID, false},
 		{store.KindBedValues, b.ID, g.ID, false},
 		{store.KindLog, l.ID, g.ID, false},
+		{store.KindPhoto, ph.ID, l.ID, false},
 	})
 	if started, err := st.StartChangeFeed(); err != nil || started {
 		t.Fatalf("second StartChangeFeed = %v, %v", started, err)
@@ -107,7 +114,7 @@ func testChangeFeedSnapshot(t *testing.T, h Harness) {
 		t.Errorf("a second start enqueued %v", more)
 	}
 	stats, err := st.ChangeStats()
-	if err != nil || !stats.On || stats.Records != 11 || stats.LastSeq != last || !stats.Oldest.Equal(st.Now()) {
+	if err != nil || !stats.On || stats.Records != 12 || stats.LastSeq != last || !stats.Oldest.Equal(st.Now()) {
 		t.Errorf("ChangeStats = %+v, %v", stats, err)
 	}
 }
@@ -221,6 +228,45 @@ func testChangeFeedRecordsWrites(t *testing.T, h Harness) {
 		}
 		return []change{{store.KindLog, l.ID, g.ID, false}, {store.KindLog, task.ID, g.ID, false},
 			{store.KindLog, task.ID, g.ID, false}, {store.KindLog, l.ID, g.ID, true}}
+	})
+	step("photos", func() []change {
+		l, err := st.CreateLog(g.ID, alice.ID, store.LogPatch{Type: ptr(store.LogObservation), Title: ptr("blight")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p1, p2, p3 := photo(1), photo(2), photo(3)
+		p1.Uploader, p2.Uploader, p3.Uploader = alice.ID, alice.ID, alice.ID
+		p1.ThumbPath, p1.ThumbSize = "", 0
+		if p1, err = st.AddPhoto(g.ID, l.ID, p1, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		if p2, _, err = st.AddPhotoOnce(g.ID, l.ID, "k-2", p2, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		// A retry under the key, a thumbnail that is there already, a photo past the
+		// budget: nothing.
+		if _, added, err := st.AddPhotoOnce(g.ID, l.ID, "k-2", p2, 0, nil); err != nil || added {
+			t.Fatalf("AddPhotoOnce again = %v, %v", added, err)
+		}
+		if _, err := st.SetPhotoThumb(p2.ID, "photos/0000000000000000000000000000000a.jpg", 9); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AddPhoto(g.ID, l.ID, p3, 1, nil); !errors.Is(err, store.ErrStorageFull) {
+			t.Fatalf("a photo past the budget: %v", err)
+		}
+		if _, err := st.SetPhotoThumb(p1.ID, "photos/0000000000000000000000000000000b.jpg", 9); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.DeletePhoto(g.ID, l.ID, p1.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		// Photos go with their log: the log's deletion says so.
+		if _, err := st.DeleteLog(g.ID, l.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		return []change{{store.KindLog, l.ID, g.ID, false}, {store.KindPhoto, p1.ID, l.ID, false},
+			{store.KindPhoto, p2.ID, l.ID, false}, {store.KindPhoto, p1.ID, l.ID, false},
+			{store.KindPhoto, p1.ID, l.ID, true}, {store.KindLog, l.ID, g.ID, true}}
 	})
 	step("permissions", func() []change {
 		if _, err := st.SetCompanyPermission(c.ID, alice.ID, "bob", store.LevelUser); err != nil {

@@ -289,3 +289,113 @@ func testReplicaLogs(t *testing.T, h Harness) {
 		t.Errorf("replica logs recorded in the change feed: %v", more)
 	}
 }
+
+// testReplicaPhotos: a replica photo is listed with its log and read like a local
+// one; a new version leaves the content it replaced to remove; it goes on its own,
+// with its log and with its garden, its content listed; nothing is recorded in the
+// change feed.
+func testReplicaPhotos(t *testing.T, h Harness) {
+	st, clock := open(t, h)
+	if _, err := st.StartChangeFeed(); err != nil {
+		t.Fatal(err)
+	}
+	local := mustUser(t, st, "agronomist")
+	_, last := feedAfter(t, st, 0)
+	at := clock.Now().Add(-time.Hour)
+	farmer := store.ReplicaUser{ID: gid(1), Username: "farmer", FirstName: "F", LastName: "L", DateJoined: at, PasswordHash: "h"}
+	c := store.Company{ID: gid(1), Name: "Farm A"}
+	g := store.Garden{ID: gid(2), Name: "Field", Company: c.ID}
+	logOf := func(id uint64, title string) store.ArchivedLog {
+		return store.ArchivedLog{ID: id, Garden: g.ID, Type: store.LogObservation, Title: title, At: at,
+			Status: store.LogDone, AuthorID: farmer.ID, Created: at, Updated: at}
+	}
+	l := logOf(gid(8), "Blight")
+	// An office user may upload at the farm.
+	p := photo(1)
+	p.ID, p.Log, p.Garden, p.Uploader, p.Created = gid(20), l.ID, g.ID, local.ID, at
+	apply(t, st, 1, func(w store.ReplicaWriter) error {
+		return errors.Join(w.PutUser(farmer), w.PutCompany(c), w.PutGarden(g), w.PutLog(l), w.PutPhoto(p))
+	})
+	if got, err := st.Log(g.ID, l.ID); err != nil || !slices.Equal(got.Photos, []uint64{p.ID}) {
+		t.Fatalf("replica log's photos: %v, %v", got.Photos, err)
+	}
+	if got, err := st.Photo(g.ID, l.ID, p.ID); err != nil || got != p {
+		t.Fatalf("replica photo %+v, %v; want %+v", got, err, p)
+	}
+	if n, err := st.PhotoBytes(); err != nil || n != p.Bytes() {
+		t.Errorf("PhotoBytes = %d, %v; want %d", n, err, p.Bytes())
+	}
+	if paths, err := st.PhotoPaths(); err != nil || len(paths) != 2 || !paths[p.Path] || !paths[p.ThumbPath] {
+		t.Errorf("PhotoPaths = %v, %v", paths, err)
+	}
+	// The same again replaces nothing; new content (a thumbnail made at its home,
+	// say) leaves the old to remove.
+	if r := apply(t, st, 2, func(w store.ReplicaWriter) error { return w.PutPhoto(p) }); len(r.PhotoPaths) != 0 {
+		t.Errorf("the same photo again removed %v", r.PhotoPaths)
+	}
+	next := photo(2)
+	next.ID, next.Log, next.Garden, next.Uploader, next.Created = p.ID, l.ID, g.ID, local.ID, at
+	if r := apply(t, st, 3, func(w store.ReplicaWriter) error { return w.PutPhoto(next) }); !slices.Equal(r.PhotoPaths, []string{p.Path, p.ThumbPath}) {
+		t.Errorf("replaced content %v, want %v", r.PhotoPaths, []string{p.Path, p.ThumbPath})
+	}
+	if n, err := st.PhotoBytes(); err != nil || n != next.Bytes() {
+		t.Errorf("PhotoBytes after the update = %d, %v; want %d", n, err, next.Bytes())
+	}
+	// A photo of a log that is not here, of a log through another garden, by a user
+	// who is not here, or malformed, is refused and writes nothing.
+	other := store.Garden{ID: gid(3), Name: "Other", Company: c.ID}
+	apply(t, st, 4, func(w store.ReplicaWriter) error { return w.PutGarden(other) })
+	for _, tc := range []struct {
+		what string
+		edit func(*store.Photo)
+		want error
+	}{
+		{"log not here", func(q *store.Photo) { q.Log = gid(99) }, store.ErrNotFound},
+		{"another garden", func(q *store.Photo) { q.Garden = other.ID }, store.ErrNotFound},
+		{"uploader not here", func(q *store.Photo) { q.Uploader = gid(77) }, store.ErrNotFound},
+		{"malformed", func(q *store.Photo) { q.ContentType = "text/html" }, store.ErrInvalid},
+	} {
+		q := photo(3)
+		q.ID, q.Log, q.Garden, q.Uploader, q.Created = gid(21), l.ID, g.ID, farmer.ID, at
+		tc.edit(&q)
+		_, err := st.ApplyReplica(replicaSite, "farm-a", func(w store.ReplicaWriter, cur uint64) (uint64, error) {
+			return 5, w.PutPhoto(q)
+		})
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.what, err, tc.want)
+		}
+	}
+	if _, err := st.PhotoByID(gid(21)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a refused photo was written: %v", err)
+	}
+	// Deleted on its own (twice is no error), with its log and with its garden.
+	r := apply(t, st, 6, func(w store.ReplicaWriter) error { return errors.Join(w.DeletePhoto(p.ID), w.DeletePhoto(p.ID)) })
+	if !slices.Equal(r.PhotoPaths, []string{next.Path, next.ThumbPath}) {
+		t.Errorf("deleted photo's content %v", r.PhotoPaths)
+	}
+	if got, err := st.Log(g.ID, l.ID); err != nil || len(got.Photos) != 0 {
+		t.Errorf("log's photos after the deletion: %v, %v", got.Photos, err)
+	}
+	l2 := logOf(gid(9), "Ladybirds")
+	p4, p5 := photo(4), photo(5)
+	p4.ID, p4.Log, p4.Garden, p4.Uploader, p4.Created = gid(22), l.ID, g.ID, farmer.ID, at
+	p5.ID, p5.Log, p5.Garden, p5.Uploader, p5.Created = gid(23), l2.ID, g.ID, farmer.ID, at
+	apply(t, st, 7, func(w store.ReplicaWriter) error { return errors.Join(w.PutLog(l2), w.PutPhoto(p4), w.PutPhoto(p5)) })
+	if r := apply(t, st, 8, func(w store.ReplicaWriter) error { return w.DeleteLog(l.ID) }); !slices.Equal(r.PhotoPaths, []string{p4.Path, p4.ThumbPath}) {
+		t.Errorf("the log's deletion removed %v", r.PhotoPaths)
+	}
+	// A garden's content goes with it: listed to remove (bbolt's files) or deleted
+	// in the transaction (PostgreSQL's rows).
+	if r := apply(t, st, 9, func(w store.ReplicaWriter) error { return w.DeleteGarden(g.ID) }); len(r.PhotoPaths) != 0 && !slices.Equal(r.PhotoPaths, []string{p5.Path, p5.ThumbPath}) {
+		t.Errorf("the garden's deletion removed %v", r.PhotoPaths)
+	}
+	if paths, err := st.PhotoPaths(); err != nil || len(paths) != 0 {
+		t.Errorf("PhotoPaths after every deletion = %v, %v", paths, err)
+	}
+	if n, err := st.PhotoBytes(); err != nil || n != 0 {
+		t.Errorf("PhotoBytes after every deletion = %d, %v", n, err)
+	}
+	if more, _ := feedAfter(t, st, last); len(more) != 0 {
+		t.Errorf("replica photos recorded in the change feed: %v", more)
+	}
+}

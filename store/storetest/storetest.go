@@ -113,6 +113,7 @@ func Run(t *testing.T, h Harness) {
 		{"ReplicaRecords", testReplicaRecords},
 		{"ReplicaUsernames", testReplicaUsernames},
 		{"ReplicaLogs", testReplicaLogs},
+		{"ReplicaPhotos", testReplicaPhotos},
 		{"HistoryRecordsEachMeasurementOnce", testHistoryRecordsEachMeasurementOnce},
 		{"HistoryReadOnceAcrossNodes", testHistoryReadOnceAcrossNodes},
 		{"HistoryRetention", testHistoryRetention},
