@@ -187,12 +187,19 @@ func (rc *recorder) flush() error {
 			}
 		}
 	}
+	return nil
+}
+
+// recordSpans appends a change for each span a reading added points to (before its
+// alerts, as PostgreSQL does).
+func (rc *recorder) recordSpans() error {
 	spans := slices.SortedFunc(maps.Keys(rc.spans), func(a, b [2]uint64) int {
 		if c := cmp.Compare(a[0], b[0]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a[1], b[1])
 	})
+	clear(rc.spans)
 	for _, sp := range spans {
 		if err := recordChange(rc.tx, rc.now, store.KindHistory, sp[0], sp[1], false); err != nil {
 			return err
@@ -308,6 +315,9 @@ func (rc *recorder) record(r store.BedReading, out *store.Recorded) error {
 		plan.Add(store.PlanAlerts(g.Thresholds, sub, open[""], r.Summary, at, false))
 	}
 	out.Plants += recorded
+	if err := rc.recordSpans(); err != nil {
+		return err
+	}
 	return applyAlertPlan(tx, rc.now, plan, out)
 }
 

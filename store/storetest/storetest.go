@@ -113,6 +113,8 @@ func Run(t *testing.T, h Harness) {
 		{"ReplicaRecords", testReplicaRecords},
 		{"ReplicaUsernames", testReplicaUsernames},
 		{"ReplicaLogs", testReplicaLogs},
+		{"ChangeFeedGuidance", testChangeFeedGuidance},
+		{"ReplicaHistory", testReplicaHistory},
 		{"HistoryRecordsEachMeasurementOnce", testHistoryRecordsEachMeasurementOnce},
 		{"HistoryReadOnceAcrossNodes", testHistoryReadOnceAcrossNodes},
 		{"HistoryRetention", testHistoryRetention},
