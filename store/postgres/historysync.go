@@ -55,6 +55,8 @@ func (w *replicaWriter) PutHistorySpan(sp store.HistorySpan) error {
 	if err := sp.Validate(); err != nil {
 		return err
 	}
+	// A few statements however many series: a box sends a span for every hour of
+	// every bed.
 	ctx, tx := w.ctx, w.tx
 	var found bool
 	err := tx.QueryRow(ctx, `SELECT true FROM beds WHERE id = $1 AND garden_id = $2`, sp.Bed, sp.Garden).Scan(&found)
@@ -69,45 +71,76 @@ func (w *replicaWriter) PutHistorySpan(sp store.HistorySpan) error {
 		return err
 	}
 	incoming := make(map[string]store.SeriesSpan, len(sp.Series))
+	var newPlants []string
 	for _, s := range sp.Series {
 		incoming[s.Plant] = s
-		if _, ok := series[s.Plant]; ok {
-			continue
+		if _, ok := series[s.Plant]; !ok {
+			newPlants = append(newPlants, s.Plant)
 		}
-		var id uint64
-		if err := tx.QueryRow(ctx, `INSERT INTO history_series (bed_id, plant, measurement, at, species, latest, gone, name)
-			VALUES ($1, $2, '', $3, $4, $5, false, '') RETURNING id`,
-			sp.Bed, s.Plant, ts(store.DayStart(sp.Day)), s.Species, store.AppendValues(nil, store.HistoryValues{})).Scan(&id); err != nil {
+	}
+	if len(newPlants) > 0 {
+		rows, err := tx.Query(ctx, `INSERT INTO history_series (bed_id, plant, measurement, at, species, latest, gone, name)
+			SELECT $1, p, '', $3, '', $4, false, '' FROM unnest($2::text[]) AS u(p) RETURNING plant, id`,
+			sp.Bed, newPlants, ts(store.DayStart(sp.Day)), store.AppendValues(nil, store.HistoryValues{}))
+		if err != nil {
 			return err
 		}
-		series[s.Plant] = seriesRow{id: id, state: store.SeriesState{At: store.DayStart(sp.Day)}}
+		var (
+			plant string
+			id    uint64
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&plant, &id}, func() error {
+			series[plant] = seriesRow{id: id, state: store.SeriesState{At: store.DayStart(sp.Day)}}
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
+	ids := make([]int64, 0, len(series))
+	plantOf := make(map[int64]string, len(series))
+	for plant, row := range series {
+		ids = append(ids, int64(row.id))
+		plantOf[int64(row.id)] = plant
+	}
+	rows, err := tx.Query(ctx, `SELECT series, points FROM history_chunks WHERE series = ANY($1) AND day = $2 FOR UPDATE`, ids, int64(sp.Day))
+	if err != nil {
+		return err
+	}
+	old := map[string][]byte{}
+	var (
+		sid  int64
+		data []byte
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&sid, &data}, func() error {
+		old[plantOf[sid]] = append([]byte(nil), data...)
+		return nil
+	}); err != nil {
+		return err
+	}
+	var (
+		putS, delS, stS   []int64
+		putN              []int32
+		putP, stLatest    [][]byte
+		stSpecies, stName []string
+		stAt              []time.Time
+	)
 	for plant, row := range series {
 		in, sent := incoming[plant]
-		var old []byte
-		err := tx.QueryRow(ctx, `SELECT points FROM history_chunks WHERE series = $1 AND day = $2 FOR UPDATE`, row.id, int64(sp.Day)).Scan(&old)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		if old == nil && !sent {
+		if old[plant] == nil && !sent {
 			continue
 		}
-		data, newest, err := store.ReplaceSpan(sp.Day, sp.Slot, old, in.Points)
+		data, newest, err := store.ReplaceSpan(sp.Day, sp.Slot, old[plant], in.Points)
 		if err != nil {
 			return fmt.Errorf("series %d: %w", row.id, err)
 		}
 		if data == nil {
-			_, err = tx.Exec(ctx, `DELETE FROM history_chunks WHERE series = $1 AND day = $2`, row.id, int64(sp.Day))
+			delS = append(delS, int64(row.id))
 		} else {
-			var n int
-			if n, err = store.ChunkLen(sp.Day, data); err != nil {
+			n, err := store.ChunkLen(sp.Day, data)
+			if err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, `INSERT INTO history_chunks (series, day, n, points) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (series, day) DO UPDATE SET n = excluded.n, points = excluded.points`, row.id, int64(sp.Day), n, data)
-		}
-		if err != nil {
-			return err
+			putS, putN, putP = append(putS, int64(row.id)), append(putN, int32(n)), append(putP, data)
 		}
 		if !sent {
 			continue
@@ -116,13 +149,23 @@ func (w *replicaWriter) PutHistorySpan(sp store.HistorySpan) error {
 		if newest != nil && !newest.At.Before(row.state.At) {
 			at, latest = newest.At, store.AppendValues(nil, newest.HistoryValues)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE history_series SET species = $2, at = $3, latest = $4,
-			name = CASE WHEN plant = '' THEN $5 ELSE name END WHERE id = $1`,
-			row.id, in.Species, ts(at), latest, in.Name); err != nil {
-			return err
-		}
+		stS, stSpecies, stName = append(stS, int64(row.id)), append(stSpecies, in.Species), append(stName, in.Name)
+		stAt, stLatest = append(stAt, ts(at)), append(stLatest, latest)
 	}
-	return nil
+	b := &pgx.Batch{}
+	if len(delS) > 0 {
+		b.Queue(`DELETE FROM history_chunks WHERE series = ANY($1) AND day = $2`, delS, int64(sp.Day))
+	}
+	if len(putS) > 0 {
+		b.Queue(`INSERT INTO history_chunks (series, day, n, points) SELECT s, $2, n, p FROM unnest($1::bigint[], $3::int[], $4::bytea[]) AS u(s, n, p)
+			ON CONFLICT (series, day) DO UPDATE SET n = excluded.n, points = excluded.points`, putS, int64(sp.Day), putN, putP)
+	}
+	if len(stS) > 0 {
+		b.Queue(`UPDATE history_series h SET species = u.sp, at = u.a, latest = u.l, name = CASE WHEN h.plant = '' THEN u.nm ELSE h.name END
+			FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::bytea[], $5::text[]) AS u(id, sp, a, l, nm) WHERE h.id = u.id`,
+			stS, stSpecies, stAt, stLatest, stName)
+	}
+	return tx.SendBatch(ctx, b).Close()
 }
 
 func (w *replicaWriter) PutAlert(a store.Alert) error {
