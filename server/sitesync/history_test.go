@@ -53,7 +53,7 @@ func TestHistoryReplicates(t *testing.T) {
 	for i := range beds {
 		bs = append(bs, must[store.Bed](t)(b.st.CreateBed(g.ID, fmt.Sprintf("%08d-5717-4562-b3fc-2c963f66afa6", i), fmt.Sprintf("bed %d", i))))
 	}
-	start := time.Now().UTC().Truncate(24*time.Hour).Add(-14 * 24 * time.Hour)
+	start := time.Now().UTC().Truncate(24 * time.Hour).Add(-14 * 24 * time.Hour)
 	for _, bed := range bs {
 		if _, err := b.st.RecordReadings(historyReadings(bed, plants, start, 3*24)); err != nil {
 			t.Fatal(err)
