@@ -197,6 +197,7 @@ type Backend interface {
 	ReplicaStore
 	HistoryStore
 	AlertStore
+	HistoryReplication
 	LeaseStore
 	ListPager
 }

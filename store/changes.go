@@ -36,6 +36,8 @@ var SnapshotKinds = []string{
 	KindUser, KindCompany, KindGarden, KindGardenImage, KindBed,
 	KindCompanyPermission, KindGardenPermission, KindBedValues, KindLog,
 	KindPhoto,
+	// After the logs an alert's task names.
+	KindHistory, KindAlert, KindGuidance,
 }
 
 // Change is one entry of the change feed: the record of kind with id changed (or was

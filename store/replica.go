@@ -59,6 +59,15 @@ type ReplicaWriter interface {
 	PutPhoto(p Photo) error
 	// DeletePhoto deletes the photo; one gone already is no error.
 	DeletePhoto(id uint64) error
+	// PutHistorySpan replaces the bed's points in the span with the span's; the bed
+	// must be here, in the span's garden.
+	PutHistorySpan(s HistorySpan) error
+	// PutAlert creates or replaces the alert as its home keeps it (a task it names
+	// that is not here reads as none); its bed must be here, in its garden.
+	PutAlert(a Alert) error
+	// PutGuidance replaces the garden's guidance; nothing is evaluated again (the
+	// alerts come from the home).
+	PutGuidance(gardenID uint64, g Guidance) error
 }
 
 // ReplicaStore keeps the replicas and, per site, the last sequence applied from it.

@@ -134,7 +134,9 @@ func diff(box, office store.Backend, site uint32, boxPhotos store.PhotoContent) 
 		if len(bv) != len(ov) {
 			bad("garden %d: %d bed values at the office, %d at the box", bg.ID, len(ov), len(bv))
 		}
+		out = append(out, diffAlerts(box, office, bg, og, g, atOffice)...)
 	}
+	out = append(out, diffHistory(box, office, g)...)
 
 	bbs, err1 := box.Beds()
 	obs, err2 := office.Beds()

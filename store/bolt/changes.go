@@ -122,6 +122,24 @@ func snapshotKind(tx *bbolt.Tx, kind string, fn func(id, ref uint64) error) erro
 			}
 			return fn(p.ID, p.Log)
 		})
+	case store.KindHistory:
+		return snapshotHistory(tx, fn)
+	case store.KindAlert:
+		return keys(bucketAlerts, func(k, v []byte) error {
+			var r alertRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode alert %d: %w", btoi(k), err)
+			}
+			return fn(r.ID, r.Garden)
+		})
+	case store.KindGuidance:
+		return keys(bucketGuidance, func(k, _ []byte) error {
+			g, err := getGarden(tx, btoi(k))
+			if err != nil {
+				return err
+			}
+			return fn(g.ID, g.Company)
+		})
 	}
 	return fmt.Errorf("snapshot: unknown kind %q", kind)
 }

@@ -31,6 +31,25 @@ func recordChange(ctx context.Context, tx pgx.Tx, now time.Time, kind string, id
 	return err
 }
 
+// recordChanges appends changes of kind, one per (ids[i], refs[i]) homed here, in
+// that order, in one statement.
+func recordChanges(ctx context.Context, tx pgx.Tx, now time.Time, kind string, ids, refs []uint64) error {
+	var li, lr []int64
+	for i, id := range ids {
+		if store.IsLocal(id) {
+			li, lr = append(li, int64(id)), append(lr, int64(refs[i]))
+		}
+	}
+	if len(li) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `WITH feed AS (SELECT pg_advisory_xact_lock($5) FROM meta WHERE name = 'change_feed')
+		INSERT INTO changes (kind, id, ref, deleted, at)
+		SELECT $1, u.id, u.ref, false, $4 FROM feed, unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS u(id, ref, n) ORDER BY u.n`,
+		kind, li, lr, ts(now), changeLock)
+	return err
+}
+
 // snapshotSQL selects (id, ref) of every record of each kind homed here, in id order.
 var snapshotSQL = map[string]string{
 	store.KindUser:              `SELECT id, 0 FROM users WHERE id < $1 ORDER BY id`,
@@ -43,6 +62,10 @@ var snapshotSQL = map[string]string{
 	store.KindBedValues:         `SELECT bed_id, garden_id FROM bed_values WHERE bed_id < $1 ORDER BY bed_id`,
 	store.KindLog:               `SELECT id, garden_id FROM logs WHERE id < $1 ORDER BY id`,
 	store.KindPhoto:             `SELECT id, log_id FROM photos WHERE id < $1 ORDER BY id`,
+	store.KindHistory: `SELECT DISTINCT s.bed_id, c.day::bigint << 5 | 24 FROM history_chunks c JOIN history_series s ON s.id = c.series
+		WHERE s.bed_id < $1 ORDER BY 1, 2`,
+	store.KindAlert:    `SELECT id, garden_id FROM alerts WHERE id < $1 ORDER BY id`,
+	store.KindGuidance: `SELECT g.garden_id, d.company_id FROM guidance g JOIN gardens d ON d.id = g.garden_id WHERE g.garden_id < $1 ORDER BY 1`,
 }
 
 // StartChangeFeed turns the feed on; the first time, the same transaction appends a

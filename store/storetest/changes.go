@@ -90,12 +90,13 @@ func testChangeFeedSnapshot(t *testing.T, h Harness) {
 	if ph, err = st.AddPhoto(g.ID, l.ID, ph, 0, nil); err != nil {
 		t.Fatal(err)
 	}
+	hist := historyForSnapshot(t, st, g, b)
 	started, err := st.StartChangeFeed()
 	if err != nil || !started {
 		t.Fatalf("StartChangeFeed = %v, %v", started, err)
 	}
 	got, last := feedAfter(t, st, 0)
-	wantChanges(t, "snapshot", got, []change{
+	wantChanges(t, "snapshot", got, append([]change{
 		{store.KindUser, alice.ID, 0, false}, {store.KindUser, bob.ID, 0, false},
 		{store.KindCompany, c.ID, 0, false},
 		{store.KindGarden, g.ID, c.ID, false}, {store.KindGarden, g2.ID, c.ID, false},
@@ -106,7 +107,7 @@ func testChangeFeedSnapshot(t *testing.T, h Harness) {
 		{store.KindBedValues, b.ID, g.ID, false},
 		{store.KindLog, l.ID, g.ID, false},
 		{store.KindPhoto, ph.ID, l.ID, false},
-	})
+	}, hist...))
 	if started, err := st.StartChangeFeed(); err != nil || started {
 		t.Fatalf("second StartChangeFeed = %v, %v", started, err)
 	}
@@ -114,7 +115,7 @@ func testChangeFeedSnapshot(t *testing.T, h Harness) {
 		t.Errorf("a second start enqueued %v", more)
 	}
 	stats, err := st.ChangeStats()
-	if err != nil || !stats.On || stats.Records != 12 || stats.LastSeq != last || !stats.Oldest.Equal(st.Now()) {
+	if err != nil || !stats.On || stats.Records != 12+len(hist) || stats.LastSeq != last || !stats.Oldest.Equal(st.Now()) {
 		t.Errorf("ChangeStats = %+v, %v", stats, err)
 	}
 }
@@ -290,6 +291,7 @@ func testChangeFeedRecordsWrites(t *testing.T, h Harness) {
 			{store.KindGardenPermission, g.ID, bob.ID, true}, {store.KindCompanyPermission, c.ID, bob.ID, true},
 		}
 	})
+	step("history, alerts and guidance", func() []change { return historyWrites(t, st, g, b, alice) })
 	step("refused writes record nothing", func() []change {
 		_, err := st.CreateBed(g.ID, uuidA, "again")
 		wantErr(t, err, store.ErrConflict)

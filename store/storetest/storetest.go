@@ -114,6 +114,8 @@ func Run(t *testing.T, h Harness) {
 		{"ReplicaUsernames", testReplicaUsernames},
 		{"ReplicaLogs", testReplicaLogs},
 		{"ReplicaPhotos", testReplicaPhotos},
+		{"ChangeFeedGuidance", testChangeFeedGuidance},
+		{"ReplicaHistory", testReplicaHistory},
 		{"HistoryRecordsEachMeasurementOnce", testHistoryRecordsEachMeasurementOnce},
 		{"HistoryReadOnceAcrossNodes", testHistoryReadOnceAcrossNodes},
 		{"HistoryRetention", testHistoryRetention},
