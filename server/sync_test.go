@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,61 @@ func TestSyncTwoBoxesOneOffice(t *testing.T) {
 	office.must(http.StatusOK, "GET", gardenPath(gAo.Company, gAo.ID)+"/beds/"+u64(firstBed)+"/plants", agro, nil).decode(t, &plants)
 	if plants.AsOf == nil || len(plants.Plants) == 0 {
 		t.Errorf("plants at the office: %+v", plants)
+	}
+
+	// History, alerts and guidance: farm A's guidance raises alerts there; the
+	// office answers the same bed history, alerts and guidance, ids mapped.
+	bedA := firstBed & (1<<40 - 1)
+	farmA.must(http.StatusOK, "PUT", gardenPath(gA.Company, gA.ID)+"/guidance", demoA, map[string]any{
+		"thresholds": map[string]any{"water": 2, "nutrients": 2, "diseases": 1, "soil_humidity_min": 0.3}, "advice": map[string]any{}})
+	type alert struct {
+		ID, Company, Garden, Bed uint64
+		Task                     *uint64
+		Plant                    string
+		Kind                     string
+		Level                    float64
+		Since                    time.Time
+	}
+	type alerts struct{ Alerts []alert }
+	var answerA alerts
+	farmA.must(http.StatusOK, "GET", gardenPath(gA.Company, gA.ID)+"/alerts", demoA, nil).decode(t, &answerA)
+	alertsA := answerA.Alerts
+	if len(alertsA) == 0 {
+		t.Fatal("farm A's guidance raised no alert")
+	}
+	for i, a := range alertsA {
+		alertsA[i].ID, alertsA[i].Company, alertsA[i].Garden, alertsA[i].Bed =
+			store.GlobalID(2, a.ID), store.GlobalID(2, a.Company), store.GlobalID(2, a.Garden), store.GlobalID(2, a.Bed)
+	}
+	var alertsO []alert
+	synced(t, "farm A's alerts at the office", func() bool {
+		var answerO alerts
+		office.must(http.StatusOK, "GET", gardenPath(gAo.Company, gAo.ID)+"/alerts", agro, nil).decode(t, &answerO)
+		alertsO = answerO.Alerts
+		return len(alertsO) == len(alertsA)
+	})
+	if !reflect.DeepEqual(alertsO, alertsA) {
+		t.Errorf("alerts at the office:\n%+v\nat farm A, ids mapped:\n%+v", alertsO, alertsA)
+	}
+	guidanceA := farmA.must(http.StatusOK, "GET", gardenPath(gA.Company, gA.ID)+"/guidance", demoA, nil).body
+	if guidanceO := office.must(http.StatusOK, "GET", gardenPath(gAo.Company, gAo.ID)+"/guidance", agro, nil).body; !bytes.Equal(guidanceO, guidanceA) {
+		t.Errorf("guidance at the office: %s\nat farm A: %s", guidanceO, guidanceA)
+	}
+	var histA, histO struct {
+		Bed    uint64
+		Points []map[string]any
+	}
+	farmA.must(http.StatusOK, "GET", gardenPath(gA.Company, gA.ID)+"/beds/"+u64(bedA)+"/history", demoA, nil).decode(t, &histA)
+	if len(histA.Points) == 0 {
+		t.Fatal("no history at farm A")
+	}
+	synced(t, "the bed's history at the office", func() bool {
+		histO.Points = nil
+		office.must(http.StatusOK, "GET", gardenPath(gAo.Company, gAo.ID)+"/beds/"+u64(firstBed)+"/history", agro, nil).decode(t, &histO)
+		return len(histO.Points) == len(histA.Points)
+	})
+	if histO.Bed != firstBed || !reflect.DeepEqual(histO.Points, histA.Points) {
+		t.Errorf("the bed's history at the office: bed %d, %v\nat farm A: %v", histO.Bed, histO.Points, histA.Points)
 	}
 
 	// Writes: 404 and 403 first, then 409 naming the home.
