@@ -106,6 +106,20 @@ func TestSyncTwoBoxesOneOffice(t *testing.T) {
 	cB := farmB.createCompany(bobB, "Farm B")
 	gB := farmB.createGarden(bobB, cB.ID, "B field")
 
+	// Farm A joins with the demo's 60 days of history: let the office catch up (a
+	// matter of throughput, which the sitesync tests measure) before the checks.
+	caughtUp := time.Now().Add(2 * time.Minute)
+	for {
+		stats, err := farmA.store().ChangeStats()
+		if err == nil && stats.On && stats.Records == 0 {
+			break
+		}
+		if time.Now().After(caughtUp) {
+			t.Fatalf("farm A's backlog after 2 minutes: %+v, %v", stats, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	// The office's agronomist reaches both farms; farm A gives them a role.
 	for _, farm := range []*testServer{farmA, farmB} {
 		synced(t, "the agronomist at a farm", func() bool {

@@ -72,8 +72,9 @@ type Box struct {
 	// officeCursor is the last office change applied here; the counters count them.
 	officeCursor                 uint64
 	appliedOffice, refusedOffice uint64
-	// published counts the changes this process put into the stream.
-	published uint64
+	// published counts the messages this process put into the stream;
+	// publishedSeq is the last change of the feed they sent.
+	published, publishedSeq uint64
 	// fullAt is what the stream and bucket held when JetStream refused more for
 	// room; 0 while it has not.
 	fullAt int64
@@ -307,6 +308,9 @@ func (b *Box) publishLoop(ctx context.Context) {
 				break
 			}
 			published = last
+			b.mu.Lock()
+			b.publishedSeq = last
+			b.mu.Unlock()
 			if n < b.cfg.Batch {
 				break
 			}
@@ -402,7 +406,22 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (n int, last u
 		}
 		return nil
 	}
+	// Changes of records that one record includes, several in the batch, go as
+	// that record.
+	including := map[key]int{}
 	for _, c := range cs {
+		if kd, ok := kinds[c.Kind]; ok {
+			if ref, ok := kd.coarsen(c.Ref); ok {
+				including[key{c.Kind, c.ID, ref}]++
+			}
+		}
+	}
+	for _, c := range cs {
+		if kd, ok := kinds[c.Kind]; ok {
+			if ref, ok := kd.coarsen(c.Ref); ok && including[key{c.Kind, c.ID, ref}] > 1 {
+				c.Ref = ref
+			}
+		}
 		// The first change of a record in the batch sends it as it is now, which
 		// includes the later ones.
 		k := key{c.Kind, c.ID, c.Ref}
@@ -788,7 +807,15 @@ func (b *Box) Counters() (applied, refused map[uint32]uint64) {
 	return map[uint32]uint64{store.OfficeSite: b.appliedOffice}, map[uint32]uint64{store.OfficeSite: b.refusedOffice}
 }
 
-// Published is how many changes this process put into the box's stream.
+// PublishedSeq is the last change of the feed the box has put into its stream.
+func (b *Box) PublishedSeq() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.publishedSeq
+}
+
+// Published is how many messages this process put into the box's stream (a
+// message may send several changes of one record).
 func (b *Box) Published() uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()

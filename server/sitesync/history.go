@@ -50,6 +50,12 @@ func init() {
 			}
 			return w, true, nil
 		},
+		// An hour is part of its day: a burst of readings (a reader catching up, the
+		// demo's history) goes as whole days, not hour by hour.
+		Coarsen: func(ref uint64) (uint64, bool) {
+			day, _, ok := store.SpanOfRef(ref)
+			return store.HistorySpanRef(day, store.WholeDay), ok
+		},
 		IDs:   func(h *wireHistorySpan) []*uint64 { return []*uint64{&h.Bed, &h.Garden} },
 		Homes: func(h *wireHistorySpan) []uint64 { return []uint64{h.Bed, h.Garden} },
 		Put: func(w store.ReplicaWriter, h wireHistorySpan) error {

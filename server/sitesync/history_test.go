@@ -1,6 +1,7 @@
 package sitesync
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -88,12 +89,22 @@ func TestHistoryReplicates(t *testing.T) {
 		t.Errorf("the alert's task at the office: %+v", oa.Task)
 	}
 
-	// A week of hourly readings while the link is down, and new guidance.
+	// A week of hourly readings while the link is down, each hour's published by
+	// the box before the next (as a reader's would be), and new guidance.
 	proxy.Cut()
-	for _, bed := range bs {
-		if _, err := b.st.RecordReadings(historyReadings(bed, plants, start.Add(3*24*time.Hour), 7*24)); err != nil {
+	week := make([][]store.BedReading, len(bs))
+	for i, bed := range bs {
+		week[i] = historyReadings(bed, plants, start.Add(3*24*time.Hour), 7*24)
+	}
+	for h := range 7 * 24 {
+		var hour []store.BedReading
+		for i := range bs {
+			hour = append(hour, week[i][h])
+		}
+		if _, err := b.st.RecordReadings(hour); err != nil {
 			t.Fatal(err)
 		}
+		published(t, b)
 	}
 	gd.Thresholds.SoilHumidityMin = 0.15
 	if _, _, err := b.st.SetGuidance(g.ID, gd); err != nil {
@@ -105,17 +116,69 @@ func TestHistoryReplicates(t *testing.T) {
 	proxy.Restore()
 	restored := time.Now()
 	waitFor(t, 120*time.Second, "the week's changes applied", func() bool {
-		n, _ := counters(o.office, b.site.Number)
-		return n-applied0 >= uint64(stats.Records)
+		st, err := b.box.Status(context.Background())
+		return err == nil && st.BacklogRecords == 0
 	})
 	applyTook := time.Since(restored)
 	took = converge(t, 120*time.Second, b, ost)
 	applied, _ := counters(o.office, b.site.Number)
 	up := proxy.Up.Load() - up0
 	bedDays := beds * 7
-	t.Logf("a week offline, %d beds of %d plants read hourly: %d changes (%d applied) applied in %v (%.0f changes/s), converged in %v; %d KiB up, %.1f KiB per bed-day, %.1f bytes per point",
-		beds, plants, stats.Records, applied-applied0, applyTook.Round(100*time.Millisecond), float64(applied-applied0)/applyTook.Seconds(), took.Round(100*time.Millisecond),
+	t.Logf("a week offline, %d beds of %d plants read hourly: %d changes sent as %d messages, applied in %v (%.0f changes/s), converged in %v; %d KiB up, %.1f KiB per bed-day, %.1f bytes per point",
+		beds, plants, stats.Records, applied-applied0, applyTook.Round(100*time.Millisecond), float64(stats.Records)/applyTook.Seconds(), took.Round(100*time.Millisecond),
 		up>>10, float64(up)/1024/float64(bedDays), float64(up)/float64(bedDays*24*(plants+1)))
+}
+
+// published waits until the box has published every change of its feed.
+func published(t *testing.T, b *testBox) {
+	t.Helper()
+	st, err := b.st.ChangeStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.box.Wake()
+	waitFor(t, 10*time.Second, "the box to publish its feed", func() bool { return b.box.PublishedSeq() >= st.LastSeq })
+}
+
+// TestHistoryBurst: readings of many hours of a bed recorded at once (the demo's
+// history, a reader catching up) go as whole days, one message per bed-day, not
+// one per hour.
+func TestHistoryBurst(t *testing.T) {
+	t.Parallel()
+	hub, ost := officeWithHub(t)
+	startOffice(t, hub, ost, "office-1")
+	b := newBoxStore(t)
+	owner := must[store.User](t)(b.st.CreateUser(store.NewUser{Username: "owner", FirstName: "O", LastName: "W", PasswordHash: "h"}))
+	c := must[store.Company](t)(b.st.CreateCompany(owner.ID, "Farm"))
+	g := must[store.Garden](t)(b.st.CreateGarden(c.ID, "Field"))
+	bed := must[store.Bed](t)(b.st.CreateBed(g.ID, "00000001-5717-4562-b3fc-2c963f66afa6", "bed"))
+	proxy := synctest.NewProxy(t, strings.TrimPrefix(hub.LeafURL(), "nats-leaf://"))
+	b.join(t, ost, "farm-a", "nats-leaf://"+proxy.Addr())
+	converge(t, 30*time.Second, b, ost)
+	published(t, b)
+	proxy.Cut() // the feed keeps what the burst recorded until the office has it
+	before := b.box.Published()
+	start := time.Now().UTC().Truncate(24 * time.Hour).Add(-5 * 24 * time.Hour)
+	if _, err := b.st.RecordReadings(historyReadings(bed, 4, start, 2*24)); err != nil {
+		t.Fatal(err)
+	}
+	published(t, b)
+	// Two days of history and the alerts raised (one plant dry from the second
+	// day): the two days go as two messages.
+	changes := must[[]store.Change](t)(b.st.ChangesAfter(0, 1000))
+	var hours, others int
+	for _, ch := range changes {
+		if ch.Kind == store.KindHistory {
+			hours++
+		} else {
+			others++
+		}
+	}
+	if sent := b.box.Published() - before; hours != 48 || sent != uint64(2+others) {
+		t.Errorf("%d hours of history and %d other changes went as %d messages, want %d", hours, others, sent, 2+others)
+	}
+	proxy.Restore()
+	converge(t, 30*time.Second, b, ost)
 }
 
 func pointsString(pts []store.HistoryPoint) string {

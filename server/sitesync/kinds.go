@@ -38,6 +38,11 @@ type Kind[T any] struct {
 	// ToBoxes: the office sends its records of this kind to every box. Records of
 	// every kind go from a box to the office.
 	ToBoxes bool
+	// Coarsen, when set, gives the ref of a record that includes the record (id,
+	// ref) (a day of history includes each of its hours), and false when there is
+	// none: when a batch holds several changes that coarsen alike, the sender loads
+	// and sends the including record once for all of them.
+	Coarsen func(ref uint64) (uint64, bool)
 	// Attach, when set, runs at the sender before the change is sent, outside any
 	// transaction: pictures and photos put their bytes into the object store.
 	Attach func(ctx context.Context, a Attacher, rec *T) error
@@ -84,6 +89,7 @@ type Fetcher interface {
 type kind interface {
 	name() string
 	toBoxes() bool
+	coarsen(ref uint64) (uint64, bool)
 	// encode loads the record of c at this site (site here) and returns it in wire
 	// form with global ids; nil when it is gone.
 	encode(ctx context.Context, st store.Backend, here uint32, c store.Change, a Attacher) (json.RawMessage, error)
@@ -120,6 +126,13 @@ func Kinds() []string {
 
 func (k *Kind[T]) name() string  { return k.Name }
 func (k *Kind[T]) toBoxes() bool { return k.ToBoxes }
+
+func (k *Kind[T]) coarsen(ref uint64) (uint64, bool) {
+	if k.Coarsen == nil {
+		return 0, false
+	}
+	return k.Coarsen(ref)
+}
 
 func (k *Kind[T]) encode(ctx context.Context, st store.Backend, here uint32, c store.Change, a Attacher) (json.RawMessage, error) {
 	rec, found, err := k.Load(st, c.ID, c.Ref)
