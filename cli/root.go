@@ -77,6 +77,8 @@ environment, the config file, the default. Other flags (restore --force, inspect
 		newBackupCommand(g),
 		newRestoreCommand(g),
 		newImportCommand(g),
+		newSiteCommand(g),
+		newSyncCommand(g),
 	)
 	return root
 }

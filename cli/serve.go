@@ -44,6 +44,7 @@ type serveOptions struct {
 	spatial         spatialOptions
 	field           fieldOptions
 	logbook         logbookOptions
+	sync            syncOptions
 	history         historyOptions
 }
 
@@ -85,6 +86,7 @@ commands reach the database through a Unix socket in the data directory.`,
 	o.spatial.addFlags(f)
 	o.field.addFlags(f)
 	o.logbook.addFlags(f)
+	o.sync.addFlags(f)
 	o.history.addFlags(f)
 	markConfig(f) // every serve flag is configuration (config.go)
 	return cmd
@@ -102,6 +104,9 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 		return err
 	}
 	if err := o.logbook.validate(); err != nil {
+		return err
+	}
+	if err := o.sync.validate(); err != nil {
 		return err
 	}
 	if err := o.history.validate(); err != nil {
@@ -151,6 +156,7 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) (err error) {
 	}
 	o.field.apply(&cfg)
 	o.logbook.apply(&cfg)
+	o.sync.apply(&cfg)
 	o.history.apply(&cfg)
 	limit, source, setLimit, err := memoryLimit(o.field.memoryLimit, cfg.MaxHashing)
 	if err != nil {

@@ -249,6 +249,10 @@ func (s *Server) handlePutUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	me := currentUser(r)
+	if err := s.atHome("user", me.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	up := store.UserUpdate{Username: req.Username, FirstName: req.FirstName, LastName: req.LastName, Email: req.Email}
 	if err := up.Validate(); err != nil {
 		s.writeError(w, r, err)
@@ -332,6 +336,10 @@ func (s *Server) checkNotPassword(r *http.Request, me *store.User, username stri
 }
 
 func (s *Server) handleSaveWidgets(w http.ResponseWriter, r *http.Request) {
+	if err := s.atHome("user", currentUser(r).ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if !isJSON(r) {
 		s.writeError(w, r, &apiError{status: http.StatusUnsupportedMediaType, detail: "send the widgets as application/json"})
 		return

@@ -28,6 +28,8 @@ type Admin struct {
 
 	// backups is shared by the admin socket and GET /admin/backup.
 	backups *backupState
+	// sync is the server's sync between sites, nil without one (or without a server).
+	sync syncer
 }
 
 // NewAdmin binds the operations to a store and the node's data directory.

@@ -70,6 +70,9 @@ func (op UsersResetPassword) run(ctx context.Context, a *Admin, answer func(stor
 	if err != nil {
 		return err
 	}
+	if err := store.CheckHome("user", u.ID); err != nil {
+		return err
+	}
 	if msg := store.ValidatePassword(op.Password, u.Username); msg != "" {
 		return store.Invalid("password", msg)
 	}
@@ -94,6 +97,9 @@ type BedsAdd struct {
 func (BedsAdd) OpName() string { return "beds.add" }
 
 func (op BedsAdd) run(_ context.Context, a *Admin, answer func(store.Bed) error) error {
+	if err := store.CheckHome("garden", op.Garden); err != nil {
+		return err
+	}
 	return once(answer)(a.store.CreateBed(op.Garden, op.UUID, op.Name))
 }
 
@@ -109,6 +115,9 @@ type BedsRemoved struct{}
 func (BedsRemove) OpName() string { return "beds.remove" }
 
 func (op BedsRemove) run(ctx context.Context, a *Admin, answer func(BedsRemoved) error) error {
+	if err := store.CheckHome("bed", op.Bed); err != nil {
+		return err
+	}
 	removed, err := a.store.DeleteBed(op.Garden, op.Bed)
 	if err != nil {
 		return err

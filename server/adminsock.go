@@ -130,6 +130,7 @@ var adminSocketOps = socketOps(
 	valueOp[InspectBeds](), valueOp[InspectQueue](),
 	valueOp[InspectLogs](), valueOp[InspectPhotos](),
 	valueOp[PointCloudsSync](), downloadOp[BackupCreate](),
+	valueOp[SyncStatus](),
 )
 
 type namedOp struct {

@@ -263,6 +263,11 @@ func (s *Server) handleAlertTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errAlertTaskAdminsOnly)
 		return
 	}
+	if err := s.atHome("garden", g.ID); err != nil {
+		// The task is a log of the garden: made at its home only (docs/sync.md).
+		s.writeError(w, r, err)
+		return
+	}
 	body, err := readAlertTaskBody(r)
 	if err != nil {
 		s.writeError(w, r, err)

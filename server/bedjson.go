@@ -35,6 +35,9 @@ type bedJSON struct {
 	Health      []healthJSON     `json:"health,omitempty"`
 	PlantCoords []plantCoordJSON `json:"plant_coords,omitempty"`
 	Error       string           `json:"error,omitempty"`
+	// AsOf is when the bed's home read these values: set for a bed homed at another
+	// site (bedvalues.go), absent for one read from the spatial server now.
+	AsOf *time.Time `json:"as_of,omitempty"`
 	compatBed
 }
 

@@ -22,6 +22,9 @@ func (s *Server) bedRoutes() []route {
 
 func (s *Server) handleCreateBed(w http.ResponseWriter, r *http.Request) {
 	g, err := s.adminGarden(r)
+	if err == nil {
+		err = s.atHome("garden", g.ID)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -71,6 +74,9 @@ func mayShareProject(me *store.User, uuid string, others []store.ProjectBed) err
 
 func (s *Server) handleDeleteBed(w http.ResponseWriter, r *http.Request) {
 	g, b, err := s.adminBed(r)
+	if err == nil {
+		err = s.atHome("bed", b.ID)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

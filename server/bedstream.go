@@ -16,6 +16,10 @@ import (
 // write when the stream ends, however it ends.
 func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 	g, _, err := s.gardenFromPath(r)
+	if err == nil && !store.IsLocal(g.ID) {
+		s.streamReplicaBeds(w, r, g)
+		return
+	}
 	if err == nil && s.spatial == nil {
 		err = errNoSpatial
 	}
@@ -48,6 +52,8 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 	}
 	var jobs []store.CloudJob
 	defer func() { s.clouds.Enqueue(jobs) }()
+	var kept []store.BedValues
+	defer func() { s.keepBedValues(kept) }()
 	now := s.cfg.Now()
 	var line []byte
 	written := 0
@@ -70,6 +76,9 @@ func (s *Server) handleListBeds(w http.ResponseWriter, r *http.Request) {
 			}
 			v = newBedJSON(b.ID, bedName(b, &res.Bed), url, res.Bed, coords, now)
 			jobs = append(jobs, bedJobs...)
+			if s.keepsBedValues() {
+				kept = append(kept, bedValuesOf(b, v, res.Bed, coords, now))
+			}
 			s.recordRead(r, b, &res.Bed)
 		}
 		// One Write per line, so the stream never stops half-way through one.

@@ -64,6 +64,10 @@ func (s *Server) handleGetCompany(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleDeleteCompany(w http.ResponseWriter, r *http.Request) {
 	c, err := s.adminCompany(r)
+	if err == nil && !s.homeRemoved(c.ID) {
+		// The replicas of a removed site may go; nothing else of another site may.
+		err = s.atHome("company", c.ID)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -29,6 +29,9 @@ func gardenID(g store.Garden) uint64 { return g.ID }
 
 func (s *Server) handleCreateGarden(w http.ResponseWriter, r *http.Request) {
 	c, err := s.adminCompany(r)
+	if err == nil {
+		err = s.atHome("company", c.ID)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -73,6 +76,9 @@ func (s *Server) handleGetGarden(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleDeleteGarden(w http.ResponseWriter, r *http.Request) {
 	g, err := s.adminGarden(r)
+	if err == nil {
+		err = s.atHome("garden", g.ID)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -45,6 +45,10 @@ func (s *Server) handlePutGuidance(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = needAdmin(rl, "garden")
 	}
+	if err == nil {
+		// Guidance is the garden's: written at its home only (docs/sync.md).
+		err = s.atHome("garden", g.ID)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

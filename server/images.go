@@ -42,6 +42,9 @@ type imageUploaded struct {
 // and one after it an old file; the start-up sweep deletes both.
 func (s *Server) handleUploadImage(w http.ResponseWriter, r *http.Request) {
 	g, err := s.adminGarden(r)
+	if err == nil {
+		err = s.atHome("garden", g.ID)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

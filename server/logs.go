@@ -129,9 +129,9 @@ func (s *Server) handleCreateLog(w http.ResponseWriter, r *http.Request) {
 	created := true
 	if key, sent := r.Header[idempotencyKey]; sent {
 		// A retry after a lost answer: the log the first try made, not a second one.
-		l, created, err = s.store.CreateLogOnce(g.ID, me.ID, strings.Join(key, ","), p, authorizeLog(me, rl))
+		l, created, err = s.store.CreateLogOnce(g.ID, me.ID, strings.Join(key, ","), p, s.logAtHome(authorizeLog(me, rl)))
 	} else {
-		l, err = s.store.CreateLog(g.ID, me.ID, p, authorizeLog(me, rl))
+		l, err = s.store.CreateLog(g.ID, me.ID, p, s.logAtHome(authorizeLog(me, rl)))
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -219,7 +219,7 @@ func (s *Server) handleUpdateLog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	l, err := s.store.UpdateLog(g.ID, id, p, authorizeLog(currentUser(r), rl))
+	l, err := s.store.UpdateLog(g.ID, id, p, s.logAtHome(authorizeLog(currentUser(r), rl)))
 	if err != nil {
 		s.writeError(w, r, logNotFound(err, id))
 		return
@@ -233,7 +233,7 @@ func (s *Server) handleDeleteLog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	removed, err := s.store.DeleteLog(g.ID, id, authorOrAdmin(currentUser(r), rl, errNotYourLogDelete))
+	removed, err := s.store.DeleteLog(g.ID, id, s.logActionAtHome(authorOrAdmin(currentUser(r), rl, errNotYourLogDelete)))
 	if err != nil {
 		s.writeError(w, r, logNotFound(err, id))
 		return

@@ -11,8 +11,8 @@ import (
 // the password. It runs after the token is issued, so it never delays or fails the
 // login; a failure is logged and the next login tries again.
 func (s *Server) upgradePassword(ctx context.Context, u store.User, password string) {
-	if !s.pw.NeedsRehash(u.PasswordHash) {
-		return
+	if !s.pw.NeedsRehash(u.PasswordHash) || !store.IsLocal(u.ID) {
+		return // a replica's hash is its home's to upgrade
 	}
 	hash, err := s.pw.Hash(ctx, password)
 	if err != nil {

@@ -27,6 +27,8 @@ func (s *Server) permissionRoutes() []route {
 // permissionScope binds the permission endpoints to companies or to gardens, so both
 // kinds share one implementation of the check order.
 type permissionScope struct {
+	// kind names the record in a 409 (home.go).
+	kind string
 	// admin resolves the path and requires the caller to administer it (404, 403).
 	admin  func(r *http.Request) (id uint64, err error)
 	set    func(id, actorID uint64, username string, l store.Level) (any, error)
@@ -36,6 +38,7 @@ type permissionScope struct {
 
 func (s *Server) companyPermissions() permissionScope {
 	return permissionScope{
+		kind: "company",
 		admin: func(r *http.Request) (uint64, error) {
 			c, err := s.adminCompany(r)
 			return c.ID, err
@@ -50,6 +53,7 @@ func (s *Server) companyPermissions() permissionScope {
 
 func (s *Server) gardenPermissions() permissionScope {
 	return permissionScope{
+		kind: "garden",
 		admin: func(r *http.Request) (uint64, error) {
 			g, err := s.adminGarden(r)
 			return g.ID, err
@@ -73,9 +77,13 @@ type removedResult struct {
 	Removed bool `json:"removed"`
 }
 
-// adminAndBody resolves the scope (404/403) before reading the body (400).
-func adminAndBody(sc permissionScope, r *http.Request, req *permissionRequest) (uint64, error) {
+// adminAndBody resolves the scope (404/403), refuses a replica (409), then reads the
+// body (400).
+func (s *Server) adminAndBody(sc permissionScope, r *http.Request, req *permissionRequest) (uint64, error) {
 	id, err := sc.admin(r)
+	if err == nil {
+		err = s.atHome(sc.kind, id)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -85,7 +93,7 @@ func adminAndBody(sc permissionScope, r *http.Request, req *permissionRequest) (
 func (s *Server) handleCreatePermission(sc permissionScope) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req permissionRequest
-		id, err := adminAndBody(sc, r, &req)
+		id, err := s.adminAndBody(sc, r, &req)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -102,7 +110,7 @@ func (s *Server) handleCreatePermission(sc permissionScope) http.HandlerFunc {
 func (s *Server) handleRemovePermission(sc permissionScope) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req permissionRequest
-		id, err := adminAndBody(sc, r, &req)
+		id, err := s.adminAndBody(sc, r, &req)
 		if err != nil {
 			s.writeError(w, r, err)
 			return

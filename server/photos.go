@@ -68,7 +68,7 @@ func (s *Server) handleUploadPhoto(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	me := currentUser(r)
-	allowed := authorOrAdmin(me, rl, errNotYourLogPhoto)
+	allowed := s.logActionAtHome(authorOrAdmin(me, rl, errNotYourLogPhoto))
 	// Refuse before reading a byte of the body; AddPhoto checks again as it records.
 	l, err := s.store.Log(g.ID, logID)
 	if err == nil {
@@ -328,7 +328,7 @@ func (s *Server) handleDeletePhoto(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	removed, err := s.store.DeletePhoto(g.ID, logID, photoID, authorOrAdmin(currentUser(r), rl, errNotYourLogPhoto))
+	removed, err := s.store.DeletePhoto(g.ID, logID, photoID, s.logActionAtHome(authorOrAdmin(currentUser(r), rl, errNotYourLogPhoto)))
 	if err != nil {
 		s.writeError(w, r, hideMissing(err, "photo "+idText(photoID)+" of log "+idText(logID)+" not found"))
 		return

@@ -3,12 +3,18 @@ package server
 import (
 	"net/http"
 
+	"github.com/gardend/gardend/store"
+
 	"github.com/gardend/gardend/server/pointcloud"
 )
 
 // handleListPlants answers {"plants": [...]} for one bed, per plant, in plant-name
 // order; 502 when the spatial server cannot answer. Missing point clouds are queued.
 func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
+	if _, b, _, err := s.bedFromPath(r); err == nil && !store.IsLocal(b.ID) {
+		s.replicaPlants(w, r, b)
+		return
+	}
 	b, bed, err := s.spatialBedFromPath(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -34,6 +40,10 @@ func (s *Server) handleListPlants(w http.ResponseWriter, r *http.Request) {
 	for i, p := range bed.Plants {
 		out.Plants[i] = newPlantJSON(b.ID, name, p, coords[i], now)
 		out.Plants[i].PointCloud = status[i]
+	}
+	if s.keepsBedValues() {
+		url := s.baseURL(r) + r.URL.Path
+		s.keepBedValues([]store.BedValues{bedValuesOf(b, newBedJSON(b.ID, name, url, bed, coords, now), bed, coords, now)})
 	}
 	if s.cfg.CompatPlantMap {
 		compat := struct {

@@ -154,6 +154,14 @@ type Config struct {
 	// MetricsAddr, when set, serves GET /metrics (Prometheus) on a listener of its
 	// own, never on Addr. The admin socket serves it regardless.
 	MetricsAddr string
+	// Sync between sites (docs/sync.md): a field box sends its records to the
+	// office's hub at SyncUplink (nats-leaf:// or tls://) with the credentials file
+	// SyncCreds (SyncCA checks a tls:// hub), keeping at most SyncMaxBytes for it while
+	// the uplink is down; an office node applies the sites' records from the hub at
+	// SyncHub (nats://). Empty: no sync, no NATS server.
+	SyncUplink, SyncCreds, SyncCA string
+	SyncMaxBytes                  int64
+	SyncHub                       string
 	// Build is what GET /version reports; the binary's build information when zero.
 	Build BuildInfo
 	// Now is the clock; time.Now when nil. Tests inject one.
@@ -306,6 +314,12 @@ type Server struct {
 	signer urlSigner
 	// demoGarden is the demo garden's path, set by Run before Ready.
 	demoGarden string
+	// sync is the box's or office's sync (sync.go), sites names the sites it knows;
+	// both nil without one.
+	sync  syncer
+	sites SiteNamer
+	// keptValues are the bed values a box last kept for the office (bedvalues.go).
+	keptValues keptValues
 
 	mu          sync.Mutex
 	addr        string
@@ -427,9 +441,15 @@ func newServer(cfg Config) (*Server, error) {
 		s.closeSpatial()
 		return nil, err
 	}
+	if err := s.openSync(context.Background()); err != nil {
+		s.closeSpatial()
+		return nil, err
+	}
 	s.openHistory()
 	m.SetSources(s.metricSources())
+	s.watchSync()
 	s.admin = NewAdmin(st, s.pw, cfg.DataDir)
+	s.admin.sync = s.sync
 	s.admin.afterRemove = s.afterRemove
 	s.admin.clouds = s.clouds
 	s.handler = s.buildHandler()
@@ -509,6 +529,13 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.spatial != nil {
 		bg.Go(func() { s.probeSpatial(ctx) })
 	}
+	if s.sync != nil {
+		bg.Go(func() {
+			if err := s.sync.Run(ctx); err != nil {
+				s.log.Error().Err(err).Msg("sync stopped")
+			}
+		})
+	}
 	bg.Go(func() { s.reader.Run(ctx) })
 	bg.Go(func() { s.runDemoRobot(ctx) })
 
@@ -558,6 +585,9 @@ func (s *Server) Close() error {
 		s.procs.stop()
 	}
 	s.closeSpatial()
+	if s.sync != nil {
+		s.sync.Close()
+	}
 	return s.store.Close()
 }
 

@@ -191,8 +191,13 @@ type Backend interface {
 	Archiver
 	Importer
 	LogStore
+	// Sync between sites (docs/sync.md).
+	ChangeFeed
+	BedValueStore
+	ReplicaStore
 	HistoryStore
 	AlertStore
+	HistoryReplication
 	LeaseStore
 	ListPager
 }

@@ -570,3 +570,37 @@ func loadAll[T any](l *recordLoader, kind string, recs []T) {
 		l.err = l.load(kind, &recs[i])
 	}
 }
+
+// Changes are the change-feed entries of the records r holds, in SnapshotKinds
+// order, for a backend that records them after loading r.
+func (r *ImportRecords) Changes() []Change {
+	var out []Change
+	add := func(kind string, id, ref uint64) { out = append(out, Change{Kind: kind, ID: id, Ref: ref}) }
+	for _, u := range r.Users {
+		add(KindUser, u.ID, 0)
+	}
+	for _, w := range r.Widgets {
+		add(KindUser, w.UserID, 0)
+	}
+	for _, c := range r.Companies {
+		add(KindCompany, c.ID, 0)
+	}
+	for _, g := range r.Gardens {
+		add(KindGarden, g.ID, g.Company)
+	}
+	for _, g := range r.Gardens {
+		if g.ImagePath != nil {
+			add(KindGardenImage, g.ID, g.Company)
+		}
+	}
+	for _, b := range r.Beds {
+		add(KindBed, b.ID, b.Garden)
+	}
+	for _, p := range r.CompanyPerms {
+		add(KindCompanyPermission, p.On, p.UserID)
+	}
+	for _, p := range r.GardenPerms {
+		add(KindGardenPermission, p.On, p.UserID)
+	}
+	return out
+}

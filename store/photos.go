@@ -162,6 +162,8 @@ type LogStore interface {
 	AddPhotoOnce(gardenID, logID uint64, key string, p Photo, budget int64, authorize func(Log) error) (ph Photo, added bool, err error)
 	// Photo returns a photo of a log of the garden.
 	Photo(gardenID, logID, photoID uint64) (Photo, error)
+	// PhotoByID returns a photo of any log (the sync reads the photo a change names).
+	PhotoByID(photoID uint64) (Photo, error)
 	// SetPhotoThumb records a thumbnail for a photo that has none and returns the
 	// photo; when it has one already (made meanwhile), the photo is returned as it is
 	// and the caller removes its own.

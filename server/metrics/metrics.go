@@ -100,8 +100,9 @@ type Metrics struct {
 	txRead  *histogram
 	txWrite *histogram
 
-	mu  sync.Mutex
-	src Sources
+	mu   sync.Mutex
+	src  Sources
+	sync func() (SyncSnapshot, error) // sync.go; nil without sync
 }
 
 type routeKey struct{ method, route string }
@@ -347,8 +348,11 @@ func (m *Metrics) writeRequests(e *expo) {
 
 func (m *Metrics) writeSources(e *expo) {
 	m.mu.Lock()
-	src := m.src
+	src, readSync := m.src, m.sync
 	m.mu.Unlock()
+	if readSync != nil {
+		writeSync(e, readSync)
+	}
 	if src.Hashing != nil {
 		h, w := src.Hashing()
 		e.family("gardend_password_hashes_in_progress", "gauge", "Password hashes (login, registration) being computed now.")

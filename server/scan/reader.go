@@ -260,6 +260,9 @@ func (r *Reader) schedule(ctx context.Context) {
 				listed = now
 				seen := make(map[uint64]bool, len(all))
 				for _, b := range all {
+					if !store.IsLocal(b.ID) {
+						continue // a replica's history comes from its home
+					}
 					seen[b.ID] = true
 					beds[b.ID] = b
 					if _, ok := next[b.ID]; !ok {
@@ -316,6 +319,9 @@ func (r *Reader) ReadAll(ctx context.Context) error {
 		return err
 	}
 	for _, b := range beds {
+		if !store.IsLocal(b.ID) {
+			continue // a replica's history comes from its home
+		}
 		r.readBed(ctx, b)
 		if ctx.Err() != nil {
 			return ctx.Err()

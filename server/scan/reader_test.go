@@ -2,6 +2,7 @@ package scan
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -96,5 +97,63 @@ func TestReaderRetentionAndLease(t *testing.T) {
 	wg.Wait()
 	if ok, _ := st.AcquireLease(LeaseName, "b", time.Hour); !ok {
 		t.Error("the lease was not released on shutdown")
+	}
+}
+
+// askedSource answers every bed empty and remembers which projects it was asked for.
+type askedSource struct {
+	mu    sync.Mutex
+	asked map[string]int
+}
+
+func (s *askedSource) Bed(_ context.Context, uuid string) (spatial.Bed, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asked[uuid]++
+	return spatial.Bed{ProjectUUID: uuid}, nil
+}
+
+func (s *askedSource) count(uuid string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.asked[uuid]
+}
+
+// TestReaderSkipsReplicaBeds: a replica bed (another site's, kept here by the sync)
+// is never read from this site's spatial server, by ReadAll or on schedule: its
+// history comes from its home.
+func TestReaderSkipsReplicaBeds(t *testing.T) {
+	st := openBolt(t, nil)
+	u, err := st.CreateUser(store.NewUser{Username: "u", FirstName: "F", LastName: "L", PasswordHash: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := st.CreateCompany(u.ID, "c")
+	g, _ := st.CreateGarden(c.ID, "g")
+	const localUUID, replicaUUID = "3fa85f64-5717-4562-b3fc-2c963f66afa6", "4fa85f64-5717-4562-b3fc-2c963f66afa6"
+	if _, err := st.CreateBed(g.ID, localUUID, "Bed"); err != nil {
+		t.Fatal(err)
+	}
+	gid := func(id uint64) uint64 { return store.GlobalID(3, id) }
+	if _, err := st.ApplyReplica(3, "farm-a", func(w store.ReplicaWriter, _ uint64) (uint64, error) {
+		return 1, errors.Join(w.PutCompany(store.Company{ID: gid(1), Name: "Farm"}),
+			w.PutGarden(store.Garden{ID: gid(2), Company: gid(1), Name: "Field"}),
+			w.PutBed(store.Bed{ID: gid(3), Garden: gid(2), UUID: replicaUUID, Name: "north"}))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	src := &askedSource{asked: map[string]int{}}
+	r := NewReader(st, src, noKeep, nameOf, NewRecorder(st), Config{Interval: 20 * time.Millisecond, Node: "a", Lease: time.Minute}, st.Now, zerolog.Nop())
+	if err := r.ReadAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { r.Run(ctx) })
+	waitFor(t, "the local bed read on schedule", func() bool { return src.count(localUUID) >= 3 })
+	cancel()
+	wg.Wait()
+	if n := src.count(replicaUUID); n != 0 {
+		t.Errorf("the replica bed was read %d times from this site's spatial server", n)
 	}
 }

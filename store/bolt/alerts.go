@@ -80,8 +80,10 @@ func openAlertsOfBed(tx *bbolt.Tx, bedID uint64) (map[string][]store.Alert, erro
 	return out, nil
 }
 
-// applyAlertPlan writes what an evaluation decided and counts it in out.
-func applyAlertPlan(tx *bbolt.Tx, p store.AlertPlan, out *store.Recorded) error {
+// applyAlertPlan writes what an evaluation decided and counts it in out; the change
+// feed gets each alert (closes after raises: an evaluation never closes and raises
+// the same kind of one subject).
+func applyAlertPlan(tx *bbolt.Tx, now time.Time, p store.AlertPlan, out *store.Recorded) error {
 	alerts := tx.Bucket(bucketAlerts)
 	for _, a := range p.Raise {
 		id, err := alerts.NextSequence()
@@ -101,9 +103,15 @@ func applyAlertPlan(tx *bbolt.Tx, p store.AlertPlan, out *store.Recorded) error 
 		if err := tx.Bucket(bucketBedAlerts).Put(pairKey(a.Bed, id), present); err != nil {
 			return err
 		}
+		if err := recordChange(tx, now, store.KindAlert, id, a.Garden, false); err != nil {
+			return err
+		}
 	}
 	for _, a := range p.Update {
 		if err := putJSON(alerts, itob(a.ID), recordOfAlert(a)); err != nil {
+			return err
+		}
+		if err := recordChange(tx, now, store.KindAlert, a.ID, a.Garden, false); err != nil {
 			return err
 		}
 	}
@@ -120,6 +128,9 @@ func applyAlertPlan(tx *bbolt.Tx, p store.AlertPlan, out *store.Recorded) error 
 			return err
 		}
 		if err := putJSON(alerts, itob(a.ID), recordOfAlert(a)); err != nil {
+			return err
+		}
+		if err := recordChange(tx, now, store.KindAlert, a.ID, a.Garden, false); err != nil {
 			return err
 		}
 	}
@@ -277,6 +288,9 @@ func (s *Store) SetAlertTask(gardenID, alertID, logID uint64) (store.Alert, erro
 		if err := putJSON(tx.Bucket(bucketAlerts), itob(a.ID), recordOfAlert(a)); err != nil {
 			return err
 		}
+		if err := recordChange(tx, s.now(), store.KindAlert, a.ID, a.Garden, false); err != nil {
+			return err
+		}
 		out, err = alertView(tx, a, map[uint64]store.Garden{})
 		return err
 	})
@@ -324,10 +338,14 @@ func (s *Store) SetGuidance(gardenID uint64, g store.Guidance) (store.Guidance, 
 	var rec store.Recorded
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		rec = store.Recorded{}
-		if _, err := getGarden(tx, gardenID); err != nil {
+		gd, err := getGarden(tx, gardenID)
+		if err != nil {
 			return err
 		}
 		if err := putJSON(tx.Bucket(bucketGuidance), itob(gardenID), g); err != nil {
+			return err
+		}
+		if err := recordChange(tx, now, store.KindGuidance, gardenID, gd.Company, false); err != nil {
 			return err
 		}
 		var plan store.AlertPlan
@@ -338,7 +356,7 @@ func (s *Store) SetGuidance(gardenID uint64, g store.Guidance) (store.Guidance, 
 			}
 			plan.Add(p)
 		}
-		return applyAlertPlan(tx, plan, &rec)
+		return applyAlertPlan(tx, now, plan, &rec)
 	})
 	if err != nil {
 		return store.Guidance{}, store.Recorded{}, err

@@ -87,7 +87,10 @@ func (s *Store) CreateBedFor(userID, gardenID uint64, uuid, name string, maxBeds
 		if err := tx.Bucket(bucketGardenBeds).Put(pairKey(gardenID, id), nil); err != nil {
 			return err
 		}
-		return byUUID.Put(bedUUIDKey(uuid, gardenID), itob(id))
+		if err := byUUID.Put(bedUUIDKey(uuid, gardenID), itob(id)); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindBed, id, gardenID, false)
 	})
 	if err != nil {
 		return store.Bed{}, err
@@ -212,7 +215,10 @@ func (s *Store) DeleteBed(gardenID, bedID uint64) (store.Removed, error) {
 		if err != nil {
 			return err
 		}
-		return deleteBed(tx, b, r)
+		if err := deleteBed(tx, b, r); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindBed, b.ID, b.Garden, true)
 	})
 }
 
@@ -224,6 +230,9 @@ func deleteBed(tx *bbolt.Tx, b store.Bed, r *store.Removed) error {
 		return err
 	}
 	r.BedUUIDs = append(r.BedUUIDs, b.UUID)
+	if err := tx.Bucket(bucketBedValues).Delete(itob(b.ID)); err != nil {
+		return err
+	}
 	if err := deleteBedHistory(tx, b.ID); err != nil {
 		return err
 	}

@@ -28,8 +28,13 @@ func (s *Store) CreateCompany(creatorID uint64, name string) (store.Company, err
 		if err := putJSON(companies, itob(id), c); err != nil {
 			return err
 		}
-		_, err = putCompanyPerm(tx, id, creatorID, store.LevelAdmin)
-		return err
+		if _, err = putCompanyPerm(tx, id, creatorID, store.LevelAdmin); err != nil {
+			return err
+		}
+		if err := recordChange(tx, s.now(), store.KindCompany, id, 0, false); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindCompanyPermission, id, creatorID, false)
 	})
 	if err != nil {
 		return store.Company{}, err
@@ -68,20 +73,29 @@ func (s *Store) DeleteCompany(id uint64) (store.Removed, error) {
 		if _, err := getCompany(tx, id); err != nil {
 			return err
 		}
-		for _, gardenID := range idsUnder(tx.Bucket(bucketCompanyGardens), itob(id)) {
-			g, err := getGarden(tx, gardenID)
-			if err != nil {
-				return err
-			}
-			if err := deleteGarden(tx, g, r); err != nil {
-				return err
-			}
+		if err := deleteCompany(tx, id, r); err != nil {
+			return err
 		}
-		for _, userID := range idsUnder(tx.Bucket(bucketPermCompany), itob(id)) {
-			if err := deleteCompanyPerm(tx, id, userID); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bucketCompanies).Delete(itob(id))
+		return recordChange(tx, s.now(), store.KindCompany, id, 0, true)
 	})
+}
+
+// deleteCompany removes the company and everything that hangs off it, recording in r
+// what lives outside the database.
+func deleteCompany(tx *bbolt.Tx, id uint64, r *store.Removed) error {
+	for _, gardenID := range idsUnder(tx.Bucket(bucketCompanyGardens), itob(id)) {
+		g, err := getGarden(tx, gardenID)
+		if err != nil {
+			return err
+		}
+		if err := deleteGarden(tx, g, r); err != nil {
+			return err
+		}
+	}
+	for _, userID := range idsUnder(tx.Bucket(bucketPermCompany), itob(id)) {
+		if err := deleteCompanyPerm(tx, id, userID); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketCompanies).Delete(itob(id))
 }

@@ -271,6 +271,9 @@ func (l *loader) flush() error {
 }
 
 func (l *loader) seen(bucket []byte, id uint64) {
+	if !store.IsLocal(id) {
+		return // a replica's id (docs/sync.md): local ids go on below it
+	}
 	l.maxID[string(bucket)] = max(l.maxID[string(bucket)], id)
 }
 

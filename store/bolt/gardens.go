@@ -27,7 +27,10 @@ func (s *Store) CreateGarden(companyID uint64, name string) (store.Garden, error
 		if err := putJSON(gardens, itob(id), g); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketCompanyGardens).Put(pairKey(companyID, id), nil)
+		if err := tx.Bucket(bucketCompanyGardens).Put(pairKey(companyID, id), nil); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindGarden, id, companyID, false)
 	})
 	if err != nil {
 		return store.Garden{}, err
@@ -93,7 +96,10 @@ func (s *Store) DeleteGarden(companyID, gardenID uint64) (store.Removed, error) 
 		if err != nil {
 			return err
 		}
-		return deleteGarden(tx, g, r)
+		if err := deleteGarden(tx, g, r); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindGarden, g.ID, g.Company, true)
 	})
 }
 

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -125,8 +126,12 @@ type bedSeries struct {
 // recorder records readings in one transaction.
 type recorder struct {
 	tx     *bbolt.Tx
+	now    time.Time
 	beds   map[uint64]*bedSeries
 	chunks map[uint64]*dayChunk
+	// spans are the (bed, HistorySpanRef) the transaction added points to: the
+	// change feed gets each once.
+	spans map[[2]uint64]bool
 }
 
 func (rc *recorder) series(bedID uint64) (*bedSeries, error) {
@@ -160,6 +165,7 @@ func (rc *recorder) point(bs *bedSeries, plant string, rec *seriesRecord, p stor
 	if err := rc.putPoint(rec.ID, p); err != nil {
 		return err
 	}
+	rc.spans[[2]uint64{bs.bed, store.HistorySpanRef(store.HistoryDay(p.At), store.SpanSlot(p.At))}] = true
 	rec.At = p.At
 	rec.Values = store.AppendValues(rec.Values[:0], p.HistoryValues)
 	bs.dirty[plant] = true
@@ -184,6 +190,24 @@ func (rc *recorder) flush() error {
 	return nil
 }
 
+// recordSpans appends a change for each span a reading added points to (before its
+// alerts, as PostgreSQL does).
+func (rc *recorder) recordSpans() error {
+	spans := slices.SortedFunc(maps.Keys(rc.spans), func(a, b [2]uint64) int {
+		if c := cmp.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a[1], b[1])
+	})
+	clear(rc.spans)
+	for _, sp := range spans {
+		if err := recordChange(rc.tx, rc.now, store.KindHistory, sp[0], sp[1], false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RecordReading keeps what a read of a bed showed (store.HistoryStore).
 func (s *Store) RecordReading(r store.BedReading) (store.Recorded, error) {
 	return s.RecordReadings([]store.BedReading{r})
@@ -199,7 +223,7 @@ func (s *Store) RecordReadings(rs []store.BedReading) (store.Recorded, error) {
 	var out store.Recorded
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		out = store.Recorded{}
-		rc := &recorder{tx: tx, beds: map[uint64]*bedSeries{}, chunks: map[uint64]*dayChunk{}}
+		rc := &recorder{tx: tx, now: s.now(), beds: map[uint64]*bedSeries{}, chunks: map[uint64]*dayChunk{}, spans: map[[2]uint64]bool{}}
 		for _, r := range rs {
 			if err := rc.record(r, &out); err != nil {
 				return err
@@ -211,6 +235,9 @@ func (s *Store) RecordReadings(rs []store.BedReading) (store.Recorded, error) {
 }
 
 func (rc *recorder) record(r store.BedReading, out *store.Recorded) error {
+	if !store.IsLocal(r.Bed) {
+		return nil // a replica's history comes from its home, never from a read here
+	}
 	tx := rc.tx
 	b, err := getBed(tx, r.Bed)
 	if errors.Is(err, store.ErrNotFound) {
@@ -288,7 +315,10 @@ func (rc *recorder) record(r store.BedReading, out *store.Recorded) error {
 		plan.Add(store.PlanAlerts(g.Thresholds, sub, open[""], r.Summary, at, false))
 	}
 	out.Plants += recorded
-	return applyAlertPlan(tx, plan, out)
+	if err := rc.recordSpans(); err != nil {
+		return err
+	}
+	return applyAlertPlan(tx, rc.now, plan, out)
 }
 
 // BedHistory lists a bed's points (store.HistoryStore).

@@ -29,7 +29,10 @@ func (s *Store) SetGardenImage(gardenID uint64, path string, cs store.Coordinate
 		if err := putJSON(tx.Bucket(bucketGardens), itob(g.ID), g); err != nil {
 			return err
 		}
-		return putJSON(tx.Bucket(bucketGardenCoords), itob(g.ID), cs)
+		if err := putJSON(tx.Bucket(bucketGardenCoords), itob(g.ID), cs); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindGardenImage, g.ID, g.Company, false)
 	})
 	if err != nil {
 		return "", err

@@ -38,7 +38,16 @@ func (s *Store) ApplyImport(in store.Import, expect store.ImportPlan, images map
 		if err := recs.Each(l.load); err != nil {
 			return err
 		}
-		return l.finish()
+		if err := l.finish(); err != nil {
+			return err
+		}
+		now := s.now()
+		for _, c := range recs.Changes() {
+			if err := recordChange(tx, now, c.Kind, c.ID, c.Ref, false); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if errors.Is(err, store.ErrNothingToImport) {
 		err = nil

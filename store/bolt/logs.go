@@ -281,6 +281,9 @@ func (s *Store) createLog(gardenID, authorID uint64, key string, p store.LogPatc
 		if err := putLogIndex(tx, a, false); err != nil {
 			return err
 		}
+		if err := recordChange(tx, now, store.KindLog, id, gardenID, false); err != nil {
+			return err
+		}
 		out, err = logView(tx, a, nil)
 		return err
 	})
@@ -348,6 +351,9 @@ func (s *Store) UpdateLog(gardenID, logID uint64, p store.LogPatch, authorize st
 		if err := putLogIndex(tx, b, false); err != nil {
 			return err
 		}
+		if err := recordChange(tx, now, store.KindLog, b.ID, b.Garden, false); err != nil {
+			return err
+		}
 		out, err = logView(tx, b, nil)
 		return err
 	})
@@ -370,7 +376,10 @@ func (s *Store) DeleteLog(gardenID, logID uint64, authorize func(store.Log) erro
 				return err
 			}
 		}
-		return deleteLog(tx, a, r)
+		if err := deleteLog(tx, a, r); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindLog, a.ID, a.Garden, true)
 	})
 }
 

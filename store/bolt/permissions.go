@@ -148,8 +148,10 @@ func (s *Store) SetCompanyPermission(companyID, actorID uint64, username string,
 			}
 		}
 		p.UserID = userID
-		p.ID, err = putCompanyPerm(tx, companyID, userID, level)
-		return err
+		if p.ID, err = putCompanyPerm(tx, companyID, userID, level); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindCompanyPermission, companyID, userID, false)
 	})
 	if err != nil {
 		return store.CompanyPermission{}, err
@@ -178,7 +180,10 @@ func (s *Store) RemoveCompanyPermission(companyID, actorID uint64, username stri
 			return err
 		}
 		removed = true
-		return deleteCompanyPerm(tx, companyID, userID)
+		if err := deleteCompanyPerm(tx, companyID, userID); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindCompanyPermission, companyID, userID, true)
 	})
 	return removed, err
 }
@@ -199,8 +204,10 @@ func (s *Store) SetGardenPermission(gardenID, actorID uint64, username string, l
 		if p.UserID, p.Username, err = permTarget(tx, actorID, username); err != nil {
 			return err
 		}
-		p.ID, err = putGardenPerm(tx, g, p.UserID, level)
-		return err
+		if p.ID, err = putGardenPerm(tx, g, p.UserID, level); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindGardenPermission, g.ID, p.UserID, false)
 	})
 	if err != nil {
 		return store.GardenPermission{}, err
@@ -227,7 +234,10 @@ func (s *Store) RemoveGardenPermission(gardenID, actorID uint64, username string
 			return nil
 		}
 		removed = true
-		return deleteGardenPerm(tx, g, userID)
+		if err := deleteGardenPerm(tx, g, userID); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindGardenPermission, g.ID, userID, true)
 	})
 	return removed, err
 }

@@ -99,7 +99,10 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 		if err := tx.Bucket(bucketLogPhotos).Put(pairKey(logID, id), present); err != nil {
 			return err
 		}
-		return addPhotoBytes(tx, p.Bytes())
+		if err := addPhotoBytes(tx, p.Bytes()); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindPhoto, id, logID, false)
 	})
 	switch {
 	case err != nil:
@@ -131,6 +134,16 @@ func photoOf(tx *bbolt.Tx, gardenID, logID, photoID uint64) (store.Photo, error)
 	return p, nil
 }
 
+// PhotoByID returns a photo of any log.
+func (s *Store) PhotoByID(photoID uint64) (store.Photo, error) {
+	var p store.Photo
+	err := s.db.View(func(tx *bbolt.Tx) (err error) {
+		p, err = getPhoto(tx, photoID)
+		return err
+	})
+	return p, err
+}
+
 // SetPhotoThumb records a thumbnail for a photo that has none.
 func (s *Store) SetPhotoThumb(photoID uint64, path string, size int64) (store.Photo, error) {
 	var p store.Photo
@@ -145,7 +158,10 @@ func (s *Store) SetPhotoThumb(photoID uint64, path string, size int64) (store.Ph
 		if err := putJSON(tx.Bucket(bucketPhotos), itob(p.ID), p); err != nil {
 			return err
 		}
-		return addPhotoBytes(tx, size)
+		if err := addPhotoBytes(tx, size); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindPhoto, p.ID, p.Log, false)
 	})
 	return p, err
 }
@@ -169,7 +185,10 @@ func (s *Store) DeletePhoto(gardenID, logID, photoID uint64, authorize func(stor
 				return err
 			}
 		}
-		return deletePhoto(tx, photoID, r)
+		if err := deletePhoto(tx, photoID, r); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindPhoto, photoID, logID, true)
 	})
 }
 

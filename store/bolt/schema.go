@@ -47,6 +47,11 @@ var (
 	bucketPlantIDs     = []byte("plant_ids")      // project|0|name → id
 	bucketPlantIDNames = []byte("plant_id_names") // project|0|id → name
 
+	// Replication between sites (server/sitesync, changes.go, replica.go).
+	bucketChanges        = []byte("changes")         // seq → store.Change; its sequence numbers them
+	bucketBedValues      = []byte("bed_values")      // bedID → store.BedValues
+	bucketReplicaCursors = []byte("replica_cursors") // site → last sequence applied from it
+
 	// History, alerts and guidance (history.go, alerts.go).
 	bucketHistorySeries = []byte("history_series") // bedID|plant → seriesRecord ("" for the bed)
 	bucketHistoryPoints = []byte("history_points") // seriesID|day → chunk (store.EncodeChunk)
@@ -67,6 +72,7 @@ var allBuckets = [][]byte{
 	bucketPositions, bucketCloudJobs,
 	bucketImportMap,
 	bucketLogs, bucketLogIndex, bucketTasks, bucketPhotos, bucketLogPhotos, bucketPlantIDs, bucketPlantIDNames,
+	bucketChanges, bucketBedValues, bucketReplicaCursors,
 	bucketHistorySeries, bucketHistoryPoints, bucketAlerts, bucketAlertsOpen, bucketGardenAlerts, bucketBedAlerts,
 	bucketGuidance, bucketLeases,
 }
@@ -87,6 +93,11 @@ var migrations = []func(tx *bbolt.Tx) error{
 	func(*bbolt.Tx) error { return nil },
 	// 4 → 5: history, alerts, guidance and leases (buckets created on open), kept
 	// from a gardend that does not know them in the same way.
+	func(*bbolt.Tx) error { return nil },
+	// 5 → 6: the change feed, bed values and replica cursors of sync between sites
+	// (changes.go); their buckets are created before migrations run. The version
+	// keeps an older gardend, which would write without recording changes, off the
+	// file.
 	func(*bbolt.Tx) error { return nil },
 }
 

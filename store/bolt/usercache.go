@@ -50,3 +50,11 @@ func (c *userCache) invalidate(id uint64) {
 	c.gen++
 	delete(c.m, id)
 }
+
+// reset forgets every cached user (writes of many users at once: replicas).
+func (c *userCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.m = nil
+}

@@ -40,7 +40,10 @@ func (s *Store) CreateUser(in store.NewUser) (store.User, error) {
 		if err := putUsername(tx, in.Username, id); err != nil {
 			return err
 		}
-		return putJSON(users, itob(id), rec)
+		if err := putJSON(users, itob(id), rec); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindUser, id, 0, false)
 	})
 	if err != nil {
 		return store.User{}, err
@@ -131,7 +134,7 @@ func (s *Store) UpdateUser(id uint64, up store.UserUpdate) (store.User, error) {
 			}
 		}
 		out = r.withHash()
-		return nil
+		return recordChange(tx, s.now(), store.KindUser, id, 0, false)
 	})
 	return out, err
 }

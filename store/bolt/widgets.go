@@ -18,7 +18,10 @@ func (s *Store) SaveWidgets(userID uint64, doc []byte) error {
 		if tx.Bucket(bucketUsers).Get(itob(userID)) == nil {
 			return fmt.Errorf("user %d: %w", userID, store.ErrNotFound)
 		}
-		return tx.Bucket(bucketWidgets).Put(itob(userID), doc)
+		if err := tx.Bucket(bucketWidgets).Put(itob(userID), doc); err != nil {
+			return err
+		}
+		return recordChange(tx, s.now(), store.KindUser, userID, 0, false)
 	})
 }
 

@@ -65,17 +65,28 @@ func openAlertsOfBed(ctx context.Context, q querier, bedID uint64) (map[string][
 }
 
 // applyAlertPlan writes what an evaluation decided, in one round trip, and counts it
-// in out.
-func applyAlertPlan(ctx context.Context, tx pgx.Tx, p store.AlertPlan, out *store.Recorded) error {
+// in out; the change feed gets each alert.
+func applyAlertPlan(ctx context.Context, tx pgx.Tx, now time.Time, p store.AlertPlan, out *store.Recorded) error {
 	if p.Empty() {
 		return nil
 	}
 	b := &pgx.Batch{}
+	n := len(p.Raise) + len(p.Update) + len(p.Close)
+	ids, gardens := make([]uint64, 0, n), make([]uint64, 0, n)
 	for _, a := range p.Raise {
 		b.Queue(`INSERT INTO alerts (garden_id, bed_id, bed_name, plant, kind, level, severity, species, since)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			a.Garden, a.Bed, a.BedName, a.Plant, string(a.Kind), a.Level, a.Severity, a.Species, ts(a.Since))
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+			a.Garden, a.Bed, a.BedName, a.Plant, string(a.Kind), a.Level, a.Severity, a.Species, ts(a.Since)).
+			QueryRow(func(row pgx.Row) error {
+				var id uint64
+				if err := row.Scan(&id); err != nil {
+					return err
+				}
+				ids, gardens = append(ids, id), append(gardens, a.Garden)
+				return nil
+			})
 	}
+
 	for _, a := range p.Update {
 		b.Queue(`UPDATE alerts SET level = $2, severity = $3, bed_name = $4, species = $5 WHERE id = $1`,
 			a.ID, a.Level, a.Severity, a.BedName, a.Species)
@@ -84,6 +95,12 @@ func applyAlertPlan(ctx context.Context, tx pgx.Tx, p store.AlertPlan, out *stor
 		b.Queue(`UPDATE alerts SET closed = $2 WHERE id = $1`, a.ID, ts(*a.Closed))
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	for _, a := range append(p.Update, p.Close...) {
+		ids, gardens = append(ids, a.ID), append(gardens, a.Garden)
+	}
+	if err := recordChanges(ctx, tx, now, store.KindAlert, ids, gardens); err != nil {
 		return err
 	}
 	out.Raised += len(p.Raise)
@@ -172,6 +189,9 @@ func (s *Store) SetAlertTask(gardenID, alertID, logID uint64) (store.Alert, erro
 		if _, err := tx.Exec(ctx, `UPDATE alerts SET task = $2 WHERE id = $1`, alertID, logID); err != nil {
 			return err
 		}
+		if err := recordChange(ctx, tx, s.now(), store.KindAlert, alertID, gardenID, false); err != nil {
+			return err
+		}
 		out, err = alertByID(ctx, tx, gardenID, alertID, false)
 		return err
 	})
@@ -228,8 +248,8 @@ func (s *Store) SetGuidance(gardenID uint64, g store.Guidance) (store.Guidance, 
 	err = s.write(func(ctx context.Context, tx pgx.Tx) error {
 		rec = store.Recorded{}
 		now := ts(s.now())
-		var found bool
-		err := tx.QueryRow(ctx, `SELECT true FROM gardens WHERE id = $1 FOR KEY SHARE`, gardenID).Scan(&found)
+		var company uint64
+		err := tx.QueryRow(ctx, `SELECT company_id FROM gardens WHERE id = $1 FOR KEY SHARE`, gardenID).Scan(&company)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("garden %d: %w", gardenID, store.ErrNotFound)
 		}
@@ -246,6 +266,9 @@ func (s *Store) SetGuidance(gardenID uint64, g store.Guidance) (store.Guidance, 
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO guidance (garden_id, doc) VALUES ($1, $2)
 			ON CONFLICT (garden_id) DO UPDATE SET doc = excluded.doc`, gardenID, doc); err != nil {
+			return err
+		}
+		if err := recordChange(ctx, tx, now, store.KindGuidance, gardenID, company, false); err != nil {
 			return err
 		}
 		var plan store.AlertPlan
@@ -267,7 +290,7 @@ func (s *Store) SetGuidance(gardenID uint64, g store.Guidance) (store.Guidance, 
 				plan.Add(store.PlanAlerts(g.Thresholds, sub, open[plant], row.state.Values, now, false))
 			}
 		}
-		return applyAlertPlan(ctx, tx, plan, &rec)
+		return applyAlertPlan(ctx, tx, now, plan, &rec)
 	})
 	if err != nil {
 		return store.Guidance{}, store.Recorded{}, err

@@ -294,7 +294,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts store.ImportOption
 var recordTables = []string{"users", "tokens", "widgets", "companies", "gardens", "garden_coordinates",
 	"company_permissions", "garden_permissions", "projects", "beds", "plant_positions", "cloud_jobs",
 	"images", "image_chunks", "import_map", "plant_ids", "logs", "photos", "photo_content", "photo_chunks",
-	"history_series", "history_chunks", "alerts", "guidance"}
+	"history_series", "history_chunks", "alerts", "guidance", "bed_values"}
 
 // importer queues the inserts of an import and sends them in batches.
 type importer struct {

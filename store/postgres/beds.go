@@ -99,7 +99,10 @@ func (s *Store) CreateBedFor(userID, gardenID uint64, uuid, name string, maxBeds
 		if isUnique(err) {
 			return store.BedUUIDTaken(gardenID, uuid)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindBed, b.ID, gardenID, false)
 	})
 	if err != nil {
 		return store.Bed{}, err
@@ -203,8 +206,10 @@ func (s *Store) DeleteBed(gardenID, bedID uint64) (store.Removed, error) {
 		if _, err := tx.Exec(ctx, `DELETE FROM beds WHERE id = $1`, bedID); err != nil {
 			return err
 		}
-		r.BedUUIDs, err = settleProjects(ctx, tx, []string{b.UUID})
-		return err
+		if r.BedUUIDs, err = settleProjects(ctx, tx, []string{b.UUID}); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindBed, bedID, gardenID, true)
 	})
 	if err != nil {
 		return store.Removed{}, err

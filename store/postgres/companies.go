@@ -26,7 +26,13 @@ func (s *Store) CreateCompany(creatorID uint64, name string) (store.Company, err
 		if isForeignKey(err) {
 			return fmt.Errorf("user %d: %w", creatorID, store.ErrNotFound)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		if err := recordChange(ctx, tx, s.now(), store.KindCompany, c.ID, 0, false); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindCompanyPermission, c.ID, creatorID, false)
 	})
 	if err != nil {
 		return store.Company{}, err
@@ -87,7 +93,7 @@ func (s *Store) DeleteCompany(id uint64) (store.Removed, error) {
 			return fmt.Errorf("company %d: %w", id, store.ErrNotFound)
 		}
 		return err
-	}, `g.company_id = $1`, `DELETE FROM companies WHERE id = $1`, id)
+	}, `g.company_id = $1`, `DELETE FROM companies WHERE id = $1`, id, store.Change{Kind: store.KindCompany, ID: id})
 }
 
 // deleteGardens runs a deletion in one transaction: lock checks and locks the record
@@ -95,7 +101,7 @@ func (s *Store) DeleteCompany(id uint64) (store.Removed, error) {
 // concurrent deletions and bed creations cannot deadlock), then del deletes it with
 // the gardens matching where, and what they leave outside the database, or in
 // projects no bed refers to any more, is settled before the commit.
-func (s *Store) deleteGardens(lock func(ctx context.Context, tx pgx.Tx) error, where, del string, id uint64) (store.Removed, error) {
+func (s *Store) deleteGardens(lock func(ctx context.Context, tx pgx.Tx) error, where, del string, id uint64, gone store.Change) (store.Removed, error) {
 	var r store.Removed
 	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
 		r = store.Removed{}
@@ -110,8 +116,10 @@ func (s *Store) deleteGardens(lock func(ctx context.Context, tx pgx.Tx) error, w
 			return err
 		}
 		r.ImagePaths = paths
-		r.BedUUIDs, err = settleProjects(ctx, tx, projects)
-		return err
+		if r.BedUUIDs, err = settleProjects(ctx, tx, projects); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), gone.Kind, gone.ID, gone.Ref, true)
 	})
 	if err != nil {
 		return store.Removed{}, err

@@ -36,7 +36,10 @@ func (s *Store) CreateGarden(companyID uint64, name string) (store.Garden, error
 		return store.Garden{}, err
 	}
 	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
-		return tx.QueryRow(ctx, `INSERT INTO gardens (company_id, name) VALUES ($1, $2) RETURNING id`, companyID, name).Scan(&g.ID)
+		if err := tx.QueryRow(ctx, `INSERT INTO gardens (company_id, name) VALUES ($1, $2) RETURNING id`, companyID, name).Scan(&g.ID); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindGarden, g.ID, companyID, false)
 	})
 	if isForeignKey(err) {
 		return store.Garden{}, fmt.Errorf("company %d: %w", companyID, store.ErrNotFound)
@@ -109,5 +112,5 @@ func (s *Store) DeleteGarden(companyID, gardenID uint64) (store.Removed, error) 
 			return err
 		}
 		return gardenOf(g, companyID)
-	}, `g.id = $1`, `DELETE FROM gardens WHERE id = $1`, gardenID)
+	}, `g.id = $1`, `DELETE FROM gardens WHERE id = $1`, gardenID, store.Change{Kind: store.KindGarden, ID: gardenID, Ref: companyID})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -93,8 +94,9 @@ func (s *Store) RecordReadings(rs []store.BedReading) (store.Recorded, error) {
 	var out store.Recorded
 	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
 		out = store.Recorded{}
+		now := s.now()
 		for _, r := range rs {
-			if err := recordReading(ctx, tx, r, &out); err != nil {
+			if err := recordReading(ctx, tx, now, r, &out); err != nil {
 				return err
 			}
 		}
@@ -111,7 +113,10 @@ type newPoint struct {
 	point store.HistoryPoint
 }
 
-func recordReading(ctx context.Context, tx pgx.Tx, r store.BedReading, out *store.Recorded) error {
+func recordReading(ctx context.Context, tx pgx.Tx, now time.Time, r store.BedReading, out *store.Recorded) error {
+	if !store.IsLocal(r.Bed) {
+		return nil // a replica's history comes from its home, never from a read here
+	}
 	gardenID, ok, err := lockBed(ctx, tx, r.Bed)
 	if err != nil || !ok {
 		return err
@@ -170,7 +175,7 @@ func recordReading(ctx context.Context, tx pgx.Tx, r store.BedReading, out *stor
 		plan.Add(store.PlanAlerts(g.Thresholds, sub, open[""], r.Summary, at, false))
 		out.Plants += len(points) - 1
 		out.Bed = true
-		if err := keepPoints(ctx, tx, r.Bed, points); err != nil {
+		if err := keepPoints(ctx, tx, now, r.Bed, points); err != nil {
 			return err
 		}
 	}
@@ -180,12 +185,12 @@ func recordReading(ctx context.Context, tx pgx.Tx, r store.BedReading, out *stor
 			return err
 		}
 	}
-	return applyAlertPlan(ctx, tx, plan, out)
+	return applyAlertPlan(ctx, tx, now, plan, out)
 }
 
 // keepPoints writes the series' new states and merges the points into their days'
 // chunks, in a few statements however many plants there are.
-func keepPoints(ctx context.Context, tx pgx.Tx, bedID uint64, points []newPoint) error {
+func keepPoints(ctx context.Context, tx pgx.Tx, now time.Time, bedID uint64, points []newPoint) error {
 	n := len(points)
 	var (
 		plants, measurements, species, names = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -262,7 +267,22 @@ func keepPoints(ctx context.Context, tx pgx.Tx, bedID uint64, points []newPoint)
 	_, err = tx.Exec(ctx, `INSERT INTO history_chunks (series, day, n, points)
 		SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::bytea[])
 		ON CONFLICT (series, day) DO UPDATE SET n = excluded.n, points = excluded.points`, outS, outD, outN, outP)
-	return err
+	if err != nil {
+		return err
+	}
+	// The change feed gets each hour of the bed the points fall in.
+	var refs []uint64
+	for _, p := range points {
+		if ref := store.HistorySpanRef(store.HistoryDay(p.point.At), store.SpanSlot(p.point.At)); !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
+	}
+	slices.Sort(refs)
+	beds := make([]uint64, len(refs))
+	for i := range beds {
+		beds[i] = bedID
+	}
+	return recordChanges(ctx, tx, now, store.KindHistory, beds, refs)
 }
 
 // BedHistory lists a bed's points (store.HistoryStore).

@@ -25,7 +25,8 @@ func (s *Store) SetGardenImage(gardenID uint64, path string, cs store.Coordinate
 	var old string
 	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
 		var prev *string
-		err := tx.QueryRow(ctx, `SELECT image_path FROM gardens WHERE id = $1 FOR UPDATE`, gardenID).Scan(&prev)
+		var companyID uint64
+		err := tx.QueryRow(ctx, `SELECT image_path, company_id FROM gardens WHERE id = $1 FOR UPDATE`, gardenID).Scan(&prev, &companyID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("garden %d: %w", gardenID, store.ErrNotFound)
 		}
@@ -36,33 +37,41 @@ func (s *Store) SetGardenImage(gardenID uint64, path string, cs store.Coordinate
 		if prev != nil {
 			old = *prev
 		}
-		if _, err := tx.Exec(ctx, `UPDATE gardens SET image_path = $2 WHERE id = $1`, gardenID, path); err != nil {
+		if err := setImageRecord(ctx, tx, gardenID, path, cs); err != nil {
 			return err
 		}
-		// Content stored before it had a garden (PutImage with garden 0) goes with
-		// this one from now on.
-		if _, err := tx.Exec(ctx, `UPDATE images SET garden_id = $1 WHERE path = $2 AND garden_id IS NULL`, gardenID, path); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM garden_coordinates WHERE garden_id = $1`, gardenID); err != nil {
-			return err
-		}
-		seq := make([]int32, len(cs))
-		names := make([]string, len(cs))
-		lats := make([]float64, len(cs))
-		lons := make([]float64, len(cs))
-		for i, c := range cs {
-			seq[i], names[i], lats[i], lons[i] = int32(i), c.Name, c.Latitude, c.Longitude
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO garden_coordinates (garden_id, seq, name, latitude, longitude)
-			SELECT $1, * FROM unnest($2::integer[], $3::text[], $4::double precision[], $5::double precision[])`,
-			gardenID, seq, names, lats, lons)
-		return err
+		return recordChange(ctx, tx, s.now(), store.KindGardenImage, gardenID, companyID, false)
 	})
 	if err != nil {
 		return "", err
 	}
 	return old, nil
+}
+
+// setImageRecord points the garden (locked by the caller) at path with coordinates cs.
+func setImageRecord(ctx context.Context, tx pgx.Tx, gardenID uint64, path string, cs store.Coordinates) error {
+	if _, err := tx.Exec(ctx, `UPDATE gardens SET image_path = $2 WHERE id = $1`, gardenID, path); err != nil {
+		return err
+	}
+	// Content stored before it had a garden (PutImage with garden 0) goes with
+	// this one from now on.
+	if _, err := tx.Exec(ctx, `UPDATE images SET garden_id = $1 WHERE path = $2 AND garden_id IS NULL`, gardenID, path); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM garden_coordinates WHERE garden_id = $1`, gardenID); err != nil {
+		return err
+	}
+	seq := make([]int32, len(cs))
+	names := make([]string, len(cs))
+	lats := make([]float64, len(cs))
+	lons := make([]float64, len(cs))
+	for i, c := range cs {
+		seq[i], names[i], lats[i], lons[i] = int32(i), c.Name, c.Latitude, c.Longitude
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO garden_coordinates (garden_id, seq, name, latitude, longitude)
+		SELECT $1, * FROM unnest($2::integer[], $3::text[], $4::double precision[], $5::double precision[])`,
+		gardenID, seq, names, lats, lons)
+	return err
 }
 
 // GardenImage returns the garden's image path and coordinates from one snapshot, so

@@ -44,6 +44,12 @@ func (s *Store) ApplyImport(in store.Import, expect store.ImportPlan, images map
 		if err := im.flush(); err != nil {
 			return err
 		}
+		now := s.now()
+		for _, c := range recs.Changes() {
+			if err := recordChange(ctx, tx, now, c.Kind, c.ID, c.Ref, false); err != nil {
+				return err
+			}
+		}
 		// The image content was stored before its garden existed: attach it, so it
 		// goes with the garden.
 		for _, g := range recs.Gardens {
@@ -76,9 +82,11 @@ var idTables = []string{"users", "companies", "gardens", "company_permissions", 
 func advanceSequences(ctx context.Context, tx pgx.Tx) error {
 	for _, t := range idTables {
 		// Table names come from the constant list above, never from input.
+		// Replicas of other sites' records have ids of 2^40 and above (docs/sync.md):
+		// local ids go on below them.
 		if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence('`+t+`', 'id'),
 				greatest(max(id), coalesce(pg_sequence_last_value(pg_get_serial_sequence('`+t+`', 'id')), 0)))
-			FROM `+t+` HAVING max(id) IS NOT NULL`); err != nil {
+			FROM `+t+` WHERE id < $1 HAVING max(id) IS NOT NULL`, store.LocalIDLimit); err != nil {
 			return err
 		}
 	}

@@ -229,6 +229,9 @@ func (s *Store) createLog(gardenID, authorID uint64, key string, p store.LogPatc
 			return err
 		}
 		created = true
+		if err := recordChange(ctx, tx, now, store.KindLog, id, gardenID, false); err != nil {
+			return err
+		}
 		s.at("log-inserted")
 		out, err = logByID(ctx, tx, gardenID, id, false)
 		return err
@@ -296,6 +299,9 @@ func (s *Store) UpdateLog(gardenID, logID uint64, p store.LogPatch, authorize st
 			($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) WHERE id = $1`, args...); err != nil {
 			return err
 		}
+		if err := recordChange(ctx, tx, now, store.KindLog, logID, gardenID, false); err != nil {
+			return err
+		}
 		out, err = logByID(ctx, tx, gardenID, logID, false)
 		return err
 	})
@@ -319,8 +325,10 @@ func (s *Store) DeleteLog(gardenID, logID uint64, authorize func(store.Log) erro
 		if r.PhotoPaths, err = deletePhotosWhere(ctx, tx, `log_id = $1`, logID); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM logs WHERE id = $1`, logID)
-		return err
+		if _, err = tx.Exec(ctx, `DELETE FROM logs WHERE id = $1`, logID); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindLog, logID, gardenID, true)
 	})
 	if err != nil {
 		return store.Removed{}, err

@@ -92,9 +92,12 @@ func (s *Store) SetCompanyPermission(companyID, actorID uint64, username string,
 		}
 		s.at("company-permission-checked")
 		p.UserID = userID
-		return tx.QueryRow(ctx, `INSERT INTO company_permissions (company_id, user_id, level) VALUES ($1, $2, $3)
+		if err := tx.QueryRow(ctx, `INSERT INTO company_permissions (company_id, user_id, level) VALUES ($1, $2, $3)
 			ON CONFLICT (company_id, user_id) DO UPDATE SET level = excluded.level RETURNING id`,
-			companyID, userID, string(level)).Scan(&p.ID)
+			companyID, userID, string(level)).Scan(&p.ID); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindCompanyPermission, companyID, userID, false)
 	})
 	if err != nil {
 		return store.CompanyPermission{}, err
@@ -123,8 +126,10 @@ func (s *Store) RemoveCompanyPermission(companyID, actorID uint64, username stri
 		}
 		s.at("company-permission-checked")
 		tag, err := tx.Exec(ctx, `DELETE FROM company_permissions WHERE company_id = $1 AND user_id = $2`, companyID, userID)
-		removed = tag.RowsAffected() > 0
-		return err
+		if removed = tag.RowsAffected() > 0; err != nil || !removed {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindCompanyPermission, companyID, userID, true)
 	})
 	return removed, err
 }
@@ -153,7 +158,10 @@ func (s *Store) SetGardenPermission(gardenID, actorID uint64, username string, l
 		if isForeignKey(err) {
 			return fmt.Errorf("garden %d: %w", gardenID, store.ErrNotFound)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindGardenPermission, gardenID, userID, false)
 	})
 	if err != nil {
 		return store.GardenPermission{}, err
@@ -178,8 +186,10 @@ func (s *Store) RemoveGardenPermission(gardenID, actorID uint64, username string
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM garden_permissions WHERE garden_id = $1 AND user_id = $2`, gardenID, userID)
-		removed = tag.RowsAffected() > 0
-		return err
+		if removed = tag.RowsAffected() > 0; err != nil || !removed {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindGardenPermission, gardenID, userID, true)
 	})
 	return removed, err
 }

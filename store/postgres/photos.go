@@ -100,9 +100,12 @@ func (s *Store) addPhoto(gardenID, logID uint64, p store.Photo, budget int64, au
 		if p.ThumbPath != "" {
 			thumb = &p.ThumbPath
 		}
-		return tx.QueryRow(ctx, `INSERT INTO photos (log_id, garden_id, content_type, width, height, size, path, thumb_path, thumb_size, uploader, created, client_key)
+		if err := tx.QueryRow(ctx, `INSERT INTO photos (log_id, garden_id, content_type, width, height, size, path, thumb_path, thumb_size, uploader, created, client_key)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
-			logID, gardenID, p.ContentType, p.Width, p.Height, p.Size, p.Path, thumb, p.ThumbSize, p.Uploader, ts(p.Created), nullString(p.ClientKey)).Scan(&p.ID)
+			logID, gardenID, p.ContentType, p.Width, p.Height, p.Size, p.Path, thumb, p.ThumbSize, p.Uploader, ts(p.Created), nullString(p.ClientKey)).Scan(&p.ID); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindPhoto, p.ID, logID, false)
 	})
 	switch {
 	case err != nil:
@@ -126,18 +129,35 @@ func (s *Store) Photo(gardenID, logID, photoID uint64) (store.Photo, error) {
 	return p, err
 }
 
+// PhotoByID returns a photo of any log.
+func (s *Store) PhotoByID(photoID uint64) (store.Photo, error) {
+	var p store.Photo
+	err := s.do(func(ctx context.Context) (err error) {
+		p, err = scanPhoto(s.pool.QueryRow(ctx, `SELECT `+photoColumns+` FROM photos WHERE id = $1`, photoID))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Photo{}, fmt.Errorf("photo %d: %w", photoID, store.ErrNotFound)
+	}
+	return p, err
+}
+
 // SetPhotoThumb records a thumbnail for a photo that has none.
 func (s *Store) SetPhotoThumb(photoID uint64, path string, size int64) (store.Photo, error) {
 	var p store.Photo
 	err := s.write(func(ctx context.Context, tx pgx.Tx) (err error) {
-		if _, err := tx.Exec(ctx, `UPDATE photos SET thumb_path = $2, thumb_size = $3 WHERE id = $1 AND thumb_path IS NULL`, photoID, path, size); err != nil {
+		tag, err := tx.Exec(ctx, `UPDATE photos SET thumb_path = $2, thumb_size = $3 WHERE id = $1 AND thumb_path IS NULL`, photoID, path, size)
+		if err != nil {
 			return err
 		}
 		p, err = scanPhoto(tx.QueryRow(ctx, `SELECT `+photoColumns+` FROM photos WHERE id = $1`, photoID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("photo %d: %w", photoID, store.ErrNotFound)
 		}
-		return err
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindPhoto, p.ID, p.Log, false)
 	})
 	return p, err
 }
@@ -164,8 +184,10 @@ func (s *Store) DeletePhoto(gardenID, logID, photoID uint64, authorize func(stor
 				return err
 			}
 		}
-		r.PhotoPaths, err = deletePhotosWhere(ctx, tx, `id = $1`, photoID)
-		return err
+		if r.PhotoPaths, err = deletePhotosWhere(ctx, tx, `id = $1`, photoID); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindPhoto, photoID, logID, true)
 	})
 	if err != nil {
 		return store.Removed{}, err

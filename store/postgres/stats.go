@@ -81,7 +81,8 @@ var invariants = []struct{ name, query string }{
 	// one imported from another system may have come without (store/importplan.go).
 	{"company has no admin", `SELECT 'company ' || c.id || ' has no admin' FROM companies c
 		WHERE NOT EXISTS (SELECT 1 FROM company_permissions p WHERE p.company_id = c.id AND p.level = 'a')
-		AND NOT EXISTS (SELECT 1 FROM import_map m WHERE m.kind = 'companies' AND m.id = c.id)`},
+		AND NOT EXISTS (SELECT 1 FROM import_map m WHERE m.kind = 'companies' AND m.id = c.id)
+		AND c.id < 1099511627776`}, // a replica's admin is its home's business (docs/sync.md)
 	{"image path and coordinates disagree", `SELECT 'garden ' || g.id || ': image path and coordinates disagree' FROM gardens g
 		WHERE (g.image_path IS NOT NULL) <> EXISTS (SELECT 1 FROM garden_coordinates c WHERE c.garden_id = g.id)`},
 	{"coordinates out of order", `SELECT 'garden ' || garden_id || ': coordinate seq not 0..n-1' FROM garden_coordinates
@@ -108,15 +109,16 @@ var invariants = []struct{ name, query string }{
 		LEFT JOIN projects p ON p.uuid = x.project WHERE p.uuid IS NULL`},
 	{"orphan token", `SELECT 'token of user ' || t.user_id || ': user missing' FROM tokens t
 		LEFT JOIN users u ON u.id = t.user_id WHERE u.id IS NULL`},
+	// Only local ids count: replicas have ids of 2^40 and above (docs/sync.md).
 	{"identity behind", `SELECT t || ': identity sequence behind the largest id' FROM (VALUES
-			('users', (SELECT max(id) FROM users), pg_sequence_last_value(pg_get_serial_sequence('users', 'id'))),
-			('companies', (SELECT max(id) FROM companies), pg_sequence_last_value(pg_get_serial_sequence('companies', 'id'))),
-			('gardens', (SELECT max(id) FROM gardens), pg_sequence_last_value(pg_get_serial_sequence('gardens', 'id'))),
-			('beds', (SELECT max(id) FROM beds), pg_sequence_last_value(pg_get_serial_sequence('beds', 'id'))),
-			('company_permissions', (SELECT max(id) FROM company_permissions), pg_sequence_last_value(pg_get_serial_sequence('company_permissions', 'id'))),
-			('garden_permissions', (SELECT max(id) FROM garden_permissions), pg_sequence_last_value(pg_get_serial_sequence('garden_permissions', 'id'))),
-			('logs', (SELECT max(id) FROM logs), pg_sequence_last_value(pg_get_serial_sequence('logs', 'id'))),
-			('photos', (SELECT max(id) FROM photos), pg_sequence_last_value(pg_get_serial_sequence('photos', 'id')))
+			('users', (SELECT max(id) FROM users WHERE id < 1099511627776), pg_sequence_last_value(pg_get_serial_sequence('users', 'id'))),
+			('companies', (SELECT max(id) FROM companies WHERE id < 1099511627776), pg_sequence_last_value(pg_get_serial_sequence('companies', 'id'))),
+			('gardens', (SELECT max(id) FROM gardens WHERE id < 1099511627776), pg_sequence_last_value(pg_get_serial_sequence('gardens', 'id'))),
+			('beds', (SELECT max(id) FROM beds WHERE id < 1099511627776), pg_sequence_last_value(pg_get_serial_sequence('beds', 'id'))),
+			('company_permissions', (SELECT max(id) FROM company_permissions WHERE id < 1099511627776), pg_sequence_last_value(pg_get_serial_sequence('company_permissions', 'id'))),
+			('garden_permissions', (SELECT max(id) FROM garden_permissions WHERE id < 1099511627776), pg_sequence_last_value(pg_get_serial_sequence('garden_permissions', 'id'))),
+			('logs', (SELECT max(id) FROM logs WHERE id < 1099511627776), pg_sequence_last_value(pg_get_serial_sequence('logs', 'id'))),
+			('photos', (SELECT max(id) FROM photos WHERE id < 1099511627776), pg_sequence_last_value(pg_get_serial_sequence('photos', 'id')))
 		) AS v(t, max_id, last) WHERE max_id > coalesce(last, 0)`},
 	{"photo of another garden than its log", `SELECT 'photo ' || p.id || ': garden ' || p.garden_id || ', its log''s ' || l.garden_id FROM photos p
 		JOIN logs l ON l.id = p.log_id WHERE l.garden_id <> p.garden_id`},

@@ -43,7 +43,10 @@ func (s *Store) CreateUser(in store.NewUser) (store.User, error) {
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+userColumns,
 			append([]any{in.Username, in.FirstName, in.LastName, in.Email, in.PasswordHash, ts(s.now()), in.SiteAdmin},
 				looksOf(in.Username)...)...))
-		return err
+		if err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindUser, u.ID, 0, false)
 	})
 	if isUnique(err) {
 		return store.User{}, store.UsernameTaken(in.Username)
@@ -220,7 +223,7 @@ func (s *Store) UpdateUser(id uint64, up store.UserUpdate) (store.User, error) {
 			}
 		}
 		out = u
-		return nil
+		return recordChange(ctx, tx, s.now(), store.KindUser, id, 0, false)
 	})
 	return out, err
 }
@@ -318,16 +321,21 @@ func userIDByName(ctx context.Context, q querier, username string) (uint64, bool
 // this call (a try whose answer was lost) can have stored it.
 func (s *Store) ReplacePasswordHash(userID uint64, old, replacement string) (bool, error) {
 	var replaced bool
-	err := s.do(func(ctx context.Context) error {
+	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
 		var exists bool
-		err := s.pool.QueryRow(ctx, `WITH u AS (
+		err := tx.QueryRow(ctx, `WITH u AS (
 				UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash IN ($2, $3) RETURNING id)
 			SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM users WHERE id = $1)`,
 			userID, old, replacement).Scan(&replaced, &exists)
-		if err == nil && !exists {
+		switch {
+		case err != nil:
+			return err
+		case !exists:
 			return fmt.Errorf("user %d: %w", userID, store.ErrNotFound)
+		case replaced:
+			return recordChange(ctx, tx, s.now(), store.KindUser, userID, 0, false)
 		}
-		return err
+		return nil
 	})
 	return replaced, err
 }

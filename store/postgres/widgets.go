@@ -15,10 +15,12 @@ func (s *Store) SaveWidgets(userID uint64, doc []byte) error {
 	if err := store.ValidateWidgets(doc); err != nil {
 		return err
 	}
-	err := s.do(func(ctx context.Context) error {
-		_, err := s.pool.Exec(ctx, `INSERT INTO widgets (user_id, doc) VALUES ($1, $2)
-			ON CONFLICT (user_id) DO UPDATE SET doc = excluded.doc`, userID, doc)
-		return err
+	err := s.write(func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO widgets (user_id, doc) VALUES ($1, $2)
+			ON CONFLICT (user_id) DO UPDATE SET doc = excluded.doc`, userID, doc); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, s.now(), store.KindUser, userID, 0, false)
 	})
 	if isForeignKey(err) {
 		return fmt.Errorf("user %d: %w", userID, store.ErrNotFound)

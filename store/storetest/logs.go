@@ -625,6 +625,9 @@ func testLogPhotos(t *testing.T, h Harness) {
 	if _, err := lb.st.Photo(lb.garden.ID, other.ID, a.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("photo through another log: %v", err)
 	}
+	if got, err := lb.st.PhotoByID(b.ID); err != nil || got != b {
+		t.Fatalf("PhotoByID = %+v, %v; want %+v", got, err, b)
+	}
 	// A thumbnail once: a second is not recorded.
 	th, err := lb.st.SetPhotoThumb(a.ID, "photos/0000000000000000000000000000000a.jpg", 77)
 	if err != nil || th.ThumbPath != "photos/0000000000000000000000000000000a.jpg" || th.ThumbSize != 77 {
@@ -654,6 +657,9 @@ func testLogPhotos(t *testing.T, h Harness) {
 	}
 	if n, err := lb.st.PhotoBytes(); err != nil || n != b.Bytes() {
 		t.Fatalf("photo bytes after delete %d, %v", n, err)
+	}
+	if _, err := lb.st.PhotoByID(a.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("PhotoByID of a deleted photo: %v", err)
 	}
 }
 
