@@ -25,7 +25,7 @@ func (o *historyOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.scanInterval, "scan-interval", server.DefaultScanInterval,
 		"how often every registered bed is read in the background for history and alerts, spread over the interval, by one node of a cluster at a time (0: off; beds are then recorded only when someone views them)")
 	o.retention = days(store.DefaultHistoryRetention)
-	f.Var(&o.retention, "history-retention", "how long history points are kept, e.g. 730d or 8760h (0: for good)")
+	f.Var(&o.retention, "history-retention", "how long history points, and alerts once closed, are kept, e.g. 730d (0: for good)")
 	f.DurationVar(&o.demoScan, "demo-scan-interval", demo.DefaultScanInterval,
 		"with --demo: how often the simulated robot scans the demo garden, updating every plant's measurement (0: never)")
 }

@@ -226,7 +226,8 @@ type HistoryStore interface {
 	// PlantHistory is BedHistory for one plant of the bed (by its kept id); a plant
 	// without points has an empty history.
 	PlantHistory(gardenID, bedID uint64, plant string, from, until time.Time, limit int) ([]HistoryPoint, error)
-	// DropHistoryBefore deletes the points dated before t and returns how many.
+	// DropHistoryBefore deletes the points dated before t and returns how many, and
+	// the alerts closed before t (open ones stay, however old).
 	DropHistoryBefore(t time.Time) (int, error)
 }
 

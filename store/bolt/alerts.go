@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -155,6 +156,41 @@ func deleteBedAlerts(tx *bbolt.Tx, bedID uint64) error {
 			b []byte
 			k []byte
 		}{{bucketGardenAlerts, gardenAlertKey(a)}, {bucketBedAlerts, pairKey(bedID, id)}, {bucketAlerts, itob(id)}} {
+			if err := tx.Bucket(del.b).Delete(del.k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dropClosedAlertsBefore deletes the alerts closed before t with their index
+// entries. A garden's closed alerts are listed most recently closed first, so
+// those are the tail of each garden's listing: the cost is what goes.
+func dropClosedAlertsBefore(tx *bbolt.Tx, t time.Time) error {
+	cut := ^atKey(t) // closed before t: a greater key
+	var doomed []uint64
+	c := tx.Bucket(bucketGardenAlerts).Cursor()
+	for k, _ := c.First(); k != nil; {
+		garden := btoi(k[:8])
+		closed := append(itob(garden), 1)
+		for k, _ = c.Seek(binary.BigEndian.AppendUint64(bytes.Clone(closed), cut+1)); k != nil && bytes.HasPrefix(k, closed); k, _ = c.Next() {
+			doomed = append(doomed, binary.BigEndian.Uint64(k[17:]))
+		}
+		if garden == math.MaxUint64 {
+			break
+		}
+		k, _ = c.Seek(itob(garden + 1))
+	}
+	for _, id := range doomed {
+		a, err := getAlert(tx, id)
+		if err != nil {
+			return err
+		}
+		for _, del := range []struct {
+			b []byte
+			k []byte
+		}{{bucketGardenAlerts, gardenAlertKey(a)}, {bucketBedAlerts, pairKey(a.Bed, id)}, {bucketAlerts, itob(id)}} {
 			if err := tx.Bucket(del.b).Delete(del.k); err != nil {
 				return err
 			}

@@ -439,7 +439,7 @@ func (s *Store) DropHistoryBefore(t time.Time) (int, error) {
 				return err
 			}
 		}
-		return nil
+		return dropClosedAlertsBefore(tx, t)
 	})
 	return dropped, err
 }

@@ -399,7 +399,8 @@ func (s *Store) DropHistoryBefore(t time.Time) (int, error) {
 				return err
 			}
 		}
-		return nil
+		_, err = tx.Exec(ctx, `DELETE FROM alerts WHERE closed < $1`, t)
+		return err
 	})
 	return dropped, err
 }

@@ -279,10 +279,20 @@ func testHistoryRetention(t *testing.T, h Harness) {
 	if rec, err := f.st.RecordReadings(rs); err != nil || rec.Plants != 72 || !rec.Bed {
 		t.Fatalf("recorded %+v, %v", rec, err)
 	}
+	// The plant was dry (below 0.25) until 01:00 of the second day: one alert,
+	// closed then.
+	if as := mustAlerts(t, f.st, f.garden.ID, false); len(as) != 1 || !as[0].Closed.Equal(day0.Add(25*time.Hour)) {
+		t.Fatalf("closed alerts before the drop: %s", alertsText(as))
+	}
 	cut := day0.Add(30 * time.Hour) // 06:00 of the second day
 	n, err := f.st.DropHistoryBefore(cut)
 	if err != nil || n != 2*30 {
 		t.Fatalf("dropped %d, %v; want 60 (30 of the plant, 30 of the bed)", n, err)
+	}
+	// An alert closed before the cut goes with the points: records of alerts do not
+	// pile up for ever.
+	if as := mustAlerts(t, f.st, f.garden.ID, false); len(as) != 0 {
+		t.Errorf("closed alerts left after the drop: %s", alertsText(as))
 	}
 	pts := history(t, f.st, f, "p")
 	if len(pts) != 42 || !pts[0].At.Equal(cut) || *pts[0].SoilHumidity != 0.3 {
@@ -300,6 +310,22 @@ func testHistoryRetention(t *testing.T, h Harness) {
 	}
 	if pts := history(t, f.st, f, ""); len(pts) != 0 {
 		t.Errorf("left %s", pointsText(pts))
+	}
+	// An open alert stays, however old: it is what needs attention now; one closed
+	// after the cut stays too.
+	dryFrom := day0.Add(1001 * time.Hour)
+	mustRecord(t, f.st, reading(f.bed, f.clock.Now(), values(0.5, 0, 0, 0),
+		plant("q", "mq1", dryFrom, values(0.1, 0, 0, 0)), plant("r", "mr1", dryFrom, values(0.1, 0, 0, 0))))
+	mustRecord(t, f.st, reading(f.bed, f.clock.Now(), values(0.5, 0, 0, 0),
+		plant("q", "mq2", dryFrom.Add(time.Hour), values(0.1, 0, 0, 0)), plant("r", "mr2", dryFrom.Add(10*time.Hour), values(0.5, 0, 0, 0))))
+	if _, err := f.st.DropHistoryBefore(dryFrom.Add(5 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if as := mustAlerts(t, f.st, f.garden.ID, true); len(as) != 1 || as[0].Plant != "q" {
+		t.Errorf("open alerts after a drop: %s", alertsText(as))
+	}
+	if as := mustAlerts(t, f.st, f.garden.ID, false); len(as) != 1 || as[0].Plant != "r" {
+		t.Errorf("closed alerts after a drop before they closed: %s", alertsText(as))
 	}
 }
 
