@@ -158,6 +158,9 @@ func (b *Box) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the box's picture bucket: %w", err)
 	}
+	if err := setLastMaxBytes(filepath.Join(b.cfg.DataDir, "nats"), b.cfg.MaxBytes); err != nil {
+		return fmt.Errorf("record --sync-max-bytes: %w", err)
+	}
 	// What the stream and the bucket hold stays: the feed is sent again from its
 	// start, and what they hold of it already is kept once (the stream drops a
 	// message it has by its id and answers where it is; a picture that is there is

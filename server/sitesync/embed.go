@@ -8,11 +8,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+
+	"github.com/gardend/gardend/server/atomicfile"
 )
 
 // BoxServerOptions configure the NATS server a field box embeds.
@@ -92,8 +96,11 @@ func StartBoxServer(o BoxServerOptions) (*server.Server, error) {
 	}
 	if o.MaxBytes > 0 {
 		// The stream of changes and the picture bucket may each reserve MaxBytes (the
-		// sync loop keeps them together under it), plus JetStream's bookkeeping.
-		opts.JetStreamMaxStore = 2*o.MaxBytes + o.MaxBytes/4 + 64<<20
+		// sync loop keeps them together under it), plus JetStream's bookkeeping. They
+		// reserve what they were last set up with until the box lowers them, so a
+		// lower --sync-max-bytes than the last start's must leave room for that.
+		limit := max(o.MaxBytes, LastMaxBytes(o.StoreDir))
+		opts.JetStreamMaxStore = 2*limit + limit/4 + 64<<20
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -106,6 +113,29 @@ func StartBoxServer(o BoxServerOptions) (*server.Server, error) {
 		return nil, errors.New("embedded NATS server did not start within 30s")
 	}
 	return srv, nil
+}
+
+// maxBytesFile, beside NATS's files, keeps the --sync-max-bytes the box's stream
+// and bucket were last set up with.
+const maxBytesFile = "max-bytes"
+
+// LastMaxBytes is the --sync-max-bytes the box's stream and bucket in storeDir were
+// last set up with; 0 when unknown.
+func LastMaxBytes(storeDir string) int64 {
+	data, err := os.ReadFile(filepath.Join(storeDir, maxBytesFile))
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// setLastMaxBytes records the limit the stream and bucket are set up with now.
+func setLastMaxBytes(storeDir string, n int64) error {
+	return atomicfile.WriteFile(filepath.Join(storeDir, maxBytesFile), []byte(strconv.FormatInt(n, 10)+"\n"), atomicfile.Options{})
 }
 
 // ConnectInProcess connects to an embedded server without a socket.
