@@ -1,6 +1,7 @@
 package sitesync
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -224,7 +225,7 @@ func (b *Box) Wake() {
 func (b *Box) Run(ctx context.Context) error {
 	sub, err := b.nc.Subscribe(AckSubject(b.site.Number), func(m *nats.Msg) {
 		var a ackMessage
-		if json.Unmarshal(m.Data, &a) != nil {
+		if controlMessage(m, &a) != nil || a.Seq == 0 {
 			return
 		}
 		select {
@@ -241,6 +242,24 @@ func (b *Box) Run(ctx context.Context) error {
 	wg.Go(func() { b.officeLoop(ctx) })
 	wg.Go(func() { b.reportLoop(ctx) })
 	wg.Wait()
+	return nil
+}
+
+// controlMessage decodes an acknowledgment or a report into v, exactly: a message a
+// JetStream consumer delivered (anyone's records aimed at the subject by a push
+// consumer) or with a field v does not have is no control message.
+func controlMessage(m *nats.Msg, v any) error {
+	if strings.HasPrefix(m.Reply, "$JS.") || m.Header.Get("Nats-Stream") != "" {
+		return errors.New("a JetStream delivery")
+	}
+	dec := json.NewDecoder(bytes.NewReader(m.Data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more after the message")
+	}
 	return nil
 }
 

@@ -224,7 +224,7 @@ func TestForgedChanges(t *testing.T) {
 	officeGarden := must[store.Garden](t)(ost.CreateGarden(officeCompany.ID, "HQ lawn"))
 	var logs syncBuffer
 	o, err := StartOffice(OfficeConfig{Store: ost, HubURL: hub.ClientURL(), Node: "n1", Logger: zerolog.New(&logs),
-		Poll: 200 * time.Millisecond, Lease: 3 * time.Second})
+		Poll: 200 * time.Millisecond, Lease: 3 * time.Second, WaitWarn: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestForgedChanges(t *testing.T) {
 	// What a box says when its leaf node connects: the office sets the hub's
 	// sourcing from it up at once.
 	waitFor(t, 10*time.Second, "the forger's leaf node", func() bool { return srv.NumLeafNodes() == 1 })
-	report, _ := json.Marshal(reportMessage{Connects: 1})
+	report, _ := json.Marshal(reportMessage{Connects: 1, Session: "forger"})
 	waitFor(t, 10*time.Second, "the office applying farm-a", func() bool {
 		_ = nc.Publish(StatusSubject(siteA.Number), report)
 		sites, err := ost.Sites()
@@ -378,6 +378,29 @@ func TestForgedChanges(t *testing.T) {
 	}
 	if !strings.Contains(out, "the change says 5000 bytes of "+tampered.SHA256) {
 		t.Errorf("the tampered photo's refusal does not say why:\n%s", out)
+	}
+	// A picture that never comes holds the site's later changes back (they are
+	// applied in order), and the office says so at warning level.
+	for _, m := range []Message{
+		{Site: a, Seq: 15, Kind: store.KindGardenImage, ID: garden, Ref: store.GlobalID(a, 1), Rec: rec(wireImage{Garden: garden,
+			Company: store.GlobalID(a, 1), Object: "images/never.png", Size: 10, SHA256: good.SHA256, Coordinates: corners})},
+		{Site: a, Seq: 16, Kind: store.KindCompany, ID: store.GlobalID(a, 2), Rec: rec(store.Company{ID: store.GlobalID(a, 2), Name: "behind"})},
+	} {
+		data, _ := json.Marshal(m)
+		if _, err := js.Publish(ctx, OutSubject(a), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "the office's warning of a change waiting for its picture", func() bool {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, `"level":"warn"`) && strings.Contains(line, "waiting for the change's picture") {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := ost.Company(store.GlobalID(a, 2)); err == nil {
+		t.Error("a change behind one waiting for its picture was applied out of order")
 	}
 
 	// The credentials allow nothing else at the hub: not another site's report

@@ -41,6 +41,9 @@ type OfficeConfig struct {
 	Lease time.Duration
 	Poll  time.Duration
 	Batch int
+	// WaitWarn is how long a change may wait for its picture before the office
+	// warns, the site's later changes waiting behind it (0: a minute).
+	WaitWarn time.Duration
 }
 
 // Office is an office node's sync.
@@ -76,6 +79,9 @@ func StartOffice(cfg OfficeConfig) (*Office, error) {
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 256
+	}
+	if cfg.WaitWarn <= 0 {
+		cfg.WaitWarn = time.Minute
 	}
 	keys, err := LoadKeys(cfg.Store.Secret)
 	if err != nil {
@@ -181,7 +187,7 @@ func (o *Office) onReport(m *nats.Msg) {
 		return
 	}
 	var r reportMessage
-	if json.Unmarshal(m.Data, &r) != nil {
+	if controlMessage(m, &r) != nil || r.Session == "" {
 		return
 	}
 	// A box whose leaf node connected anew (or that restarted): while its link was
@@ -549,6 +555,10 @@ type siteApplier struct {
 	// lastSweep and swept: sweepPictures' last run and the chunks it purged.
 	lastSweep time.Time
 	swept     map[string]bool
+	// waitSeq has waited for its picture since waitSince (waiting).
+	waitSeq    uint64
+	waitSince  time.Time
+	waitWarned bool
 }
 
 // item is one message on its way in.
@@ -592,8 +602,7 @@ func (a *siteApplier) apply(ctx context.Context, msgs []jetstream.Msg) (int, err
 		}
 		if it.refused == nil {
 			if err := it.d.fetch(ctx, f); errors.Is(err, ErrNotYet) {
-				a.log.Debug().Uint64("seq", it.m.Seq).Str("kind", it.m.Kind).Uint64("id", it.m.ID).
-					Msg("sync: waiting for the change's picture")
+				a.waiting(it)
 				break
 			} else if errors.Is(err, store.ErrNotFound) && applies(items) {
 				// The content's record (a photo's garden) comes with the changes before
@@ -633,6 +642,22 @@ func (a *siteApplier) apply(ctx context.Context, msgs []jetstream.Msg) (int, err
 	}
 	a.after(ctx, items, removed)
 	return len(items), nil
+}
+
+// waiting notes that the change of it waits for its picture, and warns once when it
+// has waited WaitWarn.
+func (a *siteApplier) waiting(it item) {
+	now := time.Now()
+	if a.waitSeq != it.m.Seq {
+		a.waitSeq, a.waitSince, a.waitWarned = it.m.Seq, now, false
+	}
+	ev := a.log.Debug()
+	if !a.waitWarned && now.Sub(a.waitSince) >= a.o.cfg.WaitWarn {
+		a.waitWarned = true
+		ev = a.log.Warn().Dur("waited", now.Sub(a.waitSince).Round(time.Second))
+	}
+	ev.Uint64("seq", it.m.Seq).Str("kind", it.m.Kind).Uint64("id", it.m.ID).
+		Msg("sync: waiting for the change's picture; the site's later changes wait behind it")
 }
 
 // applies reports whether any of items is a change to apply (not one applied
