@@ -23,7 +23,7 @@ import (
 // syncOptions are serve's flags of the sync between sites (docs/sync.md).
 type syncOptions struct {
 	uplink, creds, ca, hub string
-	maxBytes               byteSize
+	maxBytes, siteMaxBytes byteSize
 }
 
 func (o *syncOptions) addFlags(f *pflag.FlagSet) {
@@ -33,7 +33,9 @@ func (o *syncOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.ca, "sync-ca", "", "field box: PEM file of CAs that sign the hub's certificate (tls://)")
 	f.Var(&o.maxBytes, "sync-max-bytes", "field box: most bytes of changes and pictures kept for the office while the uplink is down (e.g. 1GiB); past it the box serves on and sends what changed once the office catches up")
 	f.StringVar(&o.hub, "sync-hub", "", "office node: the hub's client address, nats://HOST:4222 (needs --store postgres://…)")
-	markConfig(f, "sync-uplink", "sync-creds", "sync-ca", "sync-max-bytes", "sync-hub")
+	o.siteMaxBytes = sitesync.DefaultSiteMaxBytes
+	f.Var(&o.siteMaxBytes, "sync-site-max-bytes", "office node: most bytes the hub keeps of each site's changes, and as many of its pictures (e.g. 2GiB); a site past it stalls only itself")
+	markConfig(f, "sync-uplink", "sync-creds", "sync-ca", "sync-max-bytes", "sync-hub", "sync-site-max-bytes")
 }
 
 func (o *syncOptions) validate() error {
@@ -48,12 +50,15 @@ func (o *syncOptions) validate() error {
 	if o.maxBytes < 1<<20 {
 		return fmt.Errorf("--sync-max-bytes %d: give at least 1MiB", o.maxBytes)
 	}
+	if o.siteMaxBytes < 1<<20 {
+		return fmt.Errorf("--sync-site-max-bytes %d: give at least 1MiB", o.siteMaxBytes)
+	}
 	return nil
 }
 
 func (o *syncOptions) apply(cfg *server.Config) {
 	cfg.SyncUplink, cfg.SyncCreds, cfg.SyncCA, cfg.SyncHub = o.uplink, o.creds, o.ca, o.hub
-	cfg.SyncMaxBytes = int64(o.maxBytes)
+	cfg.SyncMaxBytes, cfg.SyncSiteMaxBytes = int64(o.maxBytes), int64(o.siteMaxBytes)
 }
 
 // officeStore is the office's database: its register of sites and its secrets.

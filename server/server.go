@@ -158,10 +158,11 @@ type Config struct {
 	// office's hub at SyncUplink (nats-leaf:// or tls://) with the credentials file
 	// SyncCreds (SyncCA checks a tls:// hub), keeping at most SyncMaxBytes for it while
 	// the uplink is down; an office node applies the sites' records from the hub at
-	// SyncHub (nats://). Empty: no sync, no NATS server.
-	SyncUplink, SyncCreds, SyncCA string
-	SyncMaxBytes                  int64
-	SyncHub                       string
+	// SyncHub (nats://), where it keeps at most SyncSiteMaxBytes of each site. Empty:
+	// no sync, no NATS server.
+	SyncUplink, SyncCreds, SyncCA  string
+	SyncMaxBytes, SyncSiteMaxBytes int64
+	SyncHub                        string
 	// Build is what GET /version reports; the binary's build information when zero.
 	Build BuildInfo
 	// Now is the clock; time.Now when nil. Tests inject one.

@@ -51,7 +51,7 @@ func (s *Server) openSync(ctx context.Context) error {
 			return errors.New("--sync-hub needs the office's PostgreSQL store (--store postgres://…)")
 		}
 		office, err := sitesync.StartOffice(sitesync.OfficeConfig{Store: ob, HubURL: c.SyncHub, Node: c.Clouds.Node,
-			Logger: s.log, Now: c.Now})
+			Logger: s.log, Now: c.Now, SiteMaxBytes: c.SyncSiteMaxBytes})
 		if err != nil {
 			return err
 		}

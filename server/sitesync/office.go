@@ -44,7 +44,14 @@ type OfficeConfig struct {
 	// WaitWarn is how long a change may wait for its picture before the office
 	// warns, the site's later changes waiting behind it (0: a minute).
 	WaitWarn time.Duration
+	// SiteMaxBytes bounds what the hub holds of each site, its stream of changes and
+	// its picture bucket each (0: DefaultSiteMaxBytes): a site past it stalls only
+	// itself, whatever it sends.
+	SiteMaxBytes int64
 }
+
+// DefaultSiteMaxBytes is --sync-site-max-bytes: twice a box's default backlog.
+const DefaultSiteMaxBytes = 2 * DefaultMaxBytes
 
 // Office is an office node's sync.
 type Office struct {
@@ -59,8 +66,10 @@ type Office struct {
 	running     map[uint32]context.CancelFunc
 	names       map[uint32]string
 	removed     map[uint32]bool
-	watches     map[uint32]*siteWatch
-	revoked     string
+	// dropped: removed sites whose copies at the hub are deleted.
+	dropped map[uint32]bool
+	watches map[uint32]*siteWatch
+	revoked string
 	// Counters, for metrics.
 	applied, refused map[uint32]uint64
 }
@@ -83,13 +92,16 @@ func StartOffice(cfg OfficeConfig) (*Office, error) {
 	if cfg.WaitWarn <= 0 {
 		cfg.WaitWarn = time.Minute
 	}
+	if cfg.SiteMaxBytes <= 0 {
+		cfg.SiteMaxBytes = DefaultSiteMaxBytes
+	}
 	keys, err := LoadKeys(cfg.Store.Secret)
 	if err != nil {
 		return nil, err
 	}
 	o := &Office{cfg: cfg, log: cfg.Logger.With().Str("component", "sync").Logger(), keys: keys,
 		running: map[uint32]context.CancelFunc{}, names: map[uint32]string{}, removed: map[uint32]bool{},
-		watches: map[uint32]*siteWatch{},
+		watches: map[uint32]*siteWatch{}, dropped: map[uint32]bool{},
 		applied: map[uint32]uint64{}, refused: map[uint32]uint64{}}
 	if _, err := cfg.Store.StartChangeFeed(); err != nil {
 		return nil, fmt.Errorf("start the change feed: %w", err)
@@ -403,10 +415,16 @@ func (o *Office) syncSites(ctx context.Context) {
 			o.mu.Unlock()
 		}
 	}
+	o.mu.Lock()
+	revokedAtHub := o.revoked == key
+	o.mu.Unlock()
 	for _, s := range sites {
 		o.mu.Lock()
 		_, running := o.running[s.Number]
 		o.mu.Unlock()
+		if s.Removed != nil && !running && revokedAtHub {
+			o.dropSiteStreams(ctx, s)
+		}
 		if running || s.Removed != nil {
 			continue
 		}
@@ -430,6 +448,34 @@ func (o *Office) syncSites(ctx context.Context) {
 	}
 }
 
+// dropSiteStreams deletes the hub's copies of a removed site's stream and picture
+// bucket, once its credentials are revoked: what it sent and was not applied goes
+// with them (its replicas here stay), and nothing it sent stays at the hub.
+func (o *Office) dropSiteStreams(ctx context.Context, s store.Site) {
+	o.mu.Lock()
+	done := o.dropped[s.Number]
+	o.mu.Unlock()
+	if done || !o.nc.IsConnected() {
+		return
+	}
+	err := o.js.DeleteStream(ctx, SiteStream(s.Number))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		err = nil
+	}
+	if err == nil {
+		if err = o.js.DeleteObjectStore(ctx, PictureBucket(s.Number)); errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+			err = nil
+		}
+	}
+	if err != nil {
+		o.log.Warn().Err(err).Uint32("site", s.Number).Str("site_name", s.Name).Msg("sync: delete a removed site's copies at the hub")
+		return
+	}
+	o.mu.Lock()
+	o.dropped[s.Number] = true
+	o.mu.Unlock()
+}
+
 // ensureSiteStreams makes the hub's copies of a site's stream and picture bucket,
 // sourced from the box's domain across its leaf node.
 func (o *Office) ensureSiteStreams(ctx context.Context, n uint32) (jetstream.ObjectStore, error) {
@@ -439,11 +485,12 @@ func (o *Office) ensureSiteStreams(ctx context.Context, n uint32) (jetstream.Obj
 		return &jetstream.ExternalStream{APIPrefix: "$JS." + SiteDomain(n) + ".API", DeliverPrefix: deliver}
 	}
 	if _, err := o.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: SiteStream(n), Storage: jetstream.FileStorage,
-		Duplicates: 10 * time.Minute, MaxMsgSize: DefaultMaxPayload,
+		Duplicates: 10 * time.Minute, MaxMsgSize: DefaultMaxPayload, MaxBytes: o.cfg.SiteMaxBytes, Discard: jetstream.DiscardNew,
 		Sources: []*jetstream.StreamSource{{Name: OutStream, External: ext(DeliverPrefix(n))}}}); err != nil {
 		return nil, err
 	}
-	obs, err := o.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: PictureBucket(n), Storage: jetstream.FileStorage})
+	obs, err := o.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: PictureBucket(n), Storage: jetstream.FileStorage,
+		MaxBytes: o.cfg.SiteMaxBytes})
 	if err != nil {
 		return nil, err
 	}
