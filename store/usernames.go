@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -30,7 +31,27 @@ func ValidateNewUsername(v string) string {
 	if scripts := scriptsOf(v); !oneScript(scripts) {
 		return "username mixes letters of " + strings.Join(scripts, " and ") + " scripts; use one script"
 	}
+	if name, site, ok := siteSpelling(v); ok {
+		return fmt.Sprintf("username %q is spelled as a user %q of a site %q would be shown here (docs/sync.md); choose one that does not end in @%s", v, name, site, site)
+	}
 	return ""
+}
+
+// siteSpelling reports whether v is spelled as a replica user of another site is
+// named when its own name is taken here: name@SITE or name@SITE.ID
+// (ReplicaUsername). Such names are kept for them, so that nobody can take the name
+// a farm's user will be known by.
+func siteSpelling(v string) (name, site string, ok bool) {
+	v = strings.ToLower(v)
+	i := strings.LastIndexByte(v, '@')
+	if i <= 0 {
+		return "", "", false
+	}
+	name, site = v[:i], v[i+1:]
+	if j := strings.LastIndexByte(site, '.'); j > 0 && strings.Trim(site[j+1:], "0123456789") == "" && j+1 < len(site) {
+		site = site[:j]
+	}
+	return name, site, siteNamePattern.MatchString(site)
 }
 
 // scriptsOf lists the scripts of v's characters, Common and Inherited ones (digits,

@@ -100,3 +100,27 @@ func FuzzUsernameLooks(f *testing.F) {
 		}
 	})
 }
+
+// TestSiteSpellingsKept: a new name spelled as another site's user is shown here
+// (name@SITE, name@SITE.ID) is refused, so nobody takes the name a farm's user will
+// be known by; addresses and other uses of @ stay allowed.
+func TestSiteSpellingsKept(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"bob@farm-b", false},
+		{"x@office", false},
+		{"Bob@Farm-B", false},
+		{"bob@farm-b.17", false},
+		{"bob@example.com", true},
+		{"bob@farm-b.x", true},
+		{"@farm", true},
+		{"bob", true},
+		{"bob.smith+garden", true},
+	} {
+		if msg := ValidateNewUsername(tc.name); (msg == "") != tc.ok {
+			t.Errorf("ValidateNewUsername(%q) = %q, want ok %v", tc.name, msg, tc.ok)
+		}
+	}
+}

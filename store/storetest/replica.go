@@ -201,9 +201,12 @@ func testReplicaUsernames(t *testing.T, h Harness) {
 	if u, _ := st.UserByID(gid(3)); u.Username != "caroline" {
 		t.Errorf("renamed replica is %q", u.Username)
 	}
-	// The names replicas hold are taken here.
+	// The names replicas hold are taken here; a site's spelling is kept for its
+	// users even when none holds it yet.
 	_, err := st.CreateUser(store.NewUser{Username: "alice@farm-a", FirstName: "x", LastName: "y", PasswordHash: "h"})
-	wantErr(t, err, store.ErrConflict)
+	wantErr(t, err, store.ErrInvalid)
+	_, err = st.CreateUser(store.NewUser{Username: "zoe@farm-z", FirstName: "x", LastName: "y", PasswordHash: "h"})
+	wantErr(t, err, store.ErrInvalid)
 	_, err = st.CreateUser(store.NewUser{Username: "caroline", FirstName: "x", LastName: "y", PasswordHash: "h"})
 	wantErr(t, err, store.ErrConflict)
 }
