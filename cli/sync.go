@@ -298,6 +298,11 @@ func printStatus(w io.Writer, st sitesync.Status) error {
 	if name == "" {
 		name = "(not syncing)"
 	}
+	if !st.Live {
+		if _, err := fmt.Fprintln(w, "no sync runs here (no server, or one without --sync-uplink or --sync-hub): the database's figures"); err != nil {
+			return err
+		}
+	}
 	_, err := fmt.Fprintf(w, "site: %s (number %d, %s)\nconnected: %v\nlast contact: %s\nbacklog: %s\noldest unsent: %s\n",
 		name, st.Site, st.Role, st.Connected, when(st.LastContact), backlog(st.BacklogRecords, st.BacklogBytes), when(st.OldestUnsent))
 	if err != nil {

@@ -135,6 +135,14 @@ func TestSiteAndSyncCommands(t *testing.T) {
 			t.Errorf("sync status --json lacks %q:\n%s", key, out)
 		}
 	}
+	// No server runs: it says the figures are the database's, not a live sync's.
+	if st["live"] != false {
+		t.Errorf("sync status --json without a server: live %v", st["live"])
+	}
+	out, err = run(t, "", "sync", "status", "--store", dsn, "--data", data)
+	if err != nil || !strings.Contains(out, "no sync runs here") {
+		t.Errorf("sync status without a server:\n%s\n%v", out, err)
+	}
 }
 
 // cliOpenStore opens a stopped box's database as the CLI does.

@@ -761,6 +761,9 @@ func (b *Box) reportLoop(ctx context.Context) {
 
 // Status is what gardend sync status shows.
 type Status struct {
+	// Live: a running sync answered; false when no sync runs here (no server, or
+	// one without --sync-uplink or --sync-hub) and the figures are the database's.
+	Live           bool       `json:"live"`
 	Role           string     `json:"role"`
 	Site           uint32     `json:"site"`
 	Name           string     `json:"name"`
@@ -798,7 +801,7 @@ func (b *Box) Status(ctx context.Context) (Status, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := Status{Role: "box", Site: b.site.Number, Name: b.site.Name, Connected: b.srv.NumLeafNodes() > 0,
+	st := Status{Live: true, Role: "box", Site: b.site.Number, Name: b.site.Name, Connected: b.srv.NumLeafNodes() > 0,
 		BacklogRecords: int64(fs.Records), BacklogBytes: used, OverLimit: b.overLimit, MaxBytes: b.cfg.MaxBytes,
 		Sites: []SiteInfo{{Number: store.OfficeSite, Name: store.OfficeName, Applied: b.officeCursor}}}
 	if !b.lastContact.IsZero() {

@@ -897,7 +897,7 @@ func (o *Office) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	st := Status{Role: "office", Site: store.OfficeSite, Name: store.OfficeName, Connected: o.nc.IsConnected(),
+	st := Status{Live: true, Role: "office", Site: store.OfficeSite, Name: store.OfficeName, Connected: o.nc.IsConnected(),
 		BacklogRecords: int64(fs.Records), Sites: []SiteInfo{}}
 	if fs.Records > 0 {
 		t := fs.Oldest
