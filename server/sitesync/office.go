@@ -783,8 +783,12 @@ func (a *siteApplier) after(ctx context.Context, items []item, removed store.Rem
 	a.o.contact()
 }
 
+// sweepEvery is how many Polls apart sweepPictures runs: it reads the description
+// of every picture the hub holds of the site, so not every Poll.
+const sweepEvery = 30
+
 // sweepPictures purges at the hub the chunks of the pictures the box has let go, at
-// most once per Poll. The box deletes a picture once every change naming it is
+// most once per sweepEvery Polls (a minute by default). The box deletes a picture once every change naming it is
 // applied here, and its deletion marker comes through the bucket's sourcing: no
 // change still to apply needs those chunks. Nothing else is deleted at the hub: a
 // picture applied here may be named again by a later change while the box still
@@ -792,7 +796,7 @@ func (a *siteApplier) after(ctx context.Context, items []item, removed store.Rem
 // must stay, since the hub resumes sourcing after them when it is set up afresh;
 // without them it would start over and store chunks twice (a corrupt picture).
 func (a *siteApplier) sweepPictures(ctx context.Context) {
-	if time.Since(a.lastSweep) < a.o.cfg.Poll {
+	if time.Since(a.lastSweep) < sweepEvery*a.o.cfg.Poll {
 		return
 	}
 	a.lastSweep = time.Now()
