@@ -242,26 +242,7 @@ func TestForgedChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A box of its own making with farm-a's credentials.
-	dir := t.TempDir()
-	credsFile := filepath.Join(dir, "a.creds")
-	if err := writeFile(credsFile, credsA); err != nil {
-		t.Fatal(err)
-	}
-	id, _ := ParseSiteCreds(credsA)
-	srv, err := StartBoxServer(BoxServerOptions{Site: id, StoreDir: filepath.Join(dir, "nats"), Uplink: hub.LeafURL(), CredsFile: credsFile, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := ConnectInProcess(srv, "forger")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, nc, js := impostor(t, hub, credsA)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: OutStream, Subjects: []string{OutSubject(siteA.Number)}}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/gardend/gardend/imagestore"
@@ -256,3 +259,33 @@ var _ = bytes.Equal
 var _ = pgtest.NewDatabase
 
 func writeFile(path string, data []byte) error { return os.WriteFile(path, data, 0o600) }
+
+// impostor is a box of an attacker's making that holds a site's credentials: a NATS
+// server of its own joined to the hub, and a connection to it.
+func impostor(t *testing.T, hub *synctest.Hub, creds []byte) (*natsserver.Server, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	dir := t.TempDir()
+	credsFile := filepath.Join(dir, "site.creds")
+	if err := writeFile(credsFile, creds); err != nil {
+		t.Fatal(err)
+	}
+	id, err := ParseSiteCreds(creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := StartBoxServer(BoxServerOptions{Site: id, StoreDir: filepath.Join(dir, "nats"), Uplink: hub.LeafURL(), CredsFile: credsFile, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := ConnectInProcess(srv, "impostor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, nc, js
+}

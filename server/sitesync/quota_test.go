@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 )
 
 // TestSiteQuotaAndRemoval: a site that sends the hub pictures no change names (a
@@ -30,26 +28,7 @@ func TestSiteQuotaAndRemoval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	credsFile := filepath.Join(dir, "a.creds")
-	if err := writeFile(credsFile, credsA); err != nil {
-		t.Fatal(err)
-	}
-	id, _ := ParseSiteCreds(credsA)
-	srv, err := StartBoxServer(BoxServerOptions{Site: id, StoreDir: filepath.Join(dir, "nats"), Uplink: hub.LeafURL(), CredsFile: credsFile, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := ConnectInProcess(srv, "flooder")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, js := impostor(t, hub, credsA)
 	obs, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: PictureBucket(siteA.Number), Storage: jetstream.FileStorage})
 	if err != nil {
 		t.Fatal(err)
