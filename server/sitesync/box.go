@@ -397,18 +397,14 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (n int, last u
 		sent    []sentChange
 		fresh   uint64
 	)
-	objects := map[string]uint64{}
 	// What went out is recorded even when the batch fails half-way: its messages
-	// and pictures are then in the stream and the bucket, to be let go when the
-	// office acknowledges them (the batch is sent again; JetStream drops the
-	// messages it has by their ids, and the pictures are there).
+	// are then in the stream, to be let go when the office acknowledges them (the
+	// batch is sent again; JetStream drops the messages it has by their ids). Its
+	// pictures are held from the moment they are attached (boxAttacher.put).
 	defer func() {
 		b.mu.Lock()
 		b.sent = append(b.sent, sent...)
 		b.published += fresh
-		for name, seq := range objects {
-			b.objects[name] = max(b.objects[name], seq)
-		}
 		b.mu.Unlock()
 	}()
 	wait := func() error {
@@ -428,22 +424,8 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (n int, last u
 		}
 		return nil
 	}
-	// Changes of records that one record includes, several in the batch, go as
-	// that record.
-	including := map[key]int{}
+	coarsen(cs)
 	for _, c := range cs {
-		if kd, ok := kinds[c.Kind]; ok {
-			if ref, ok := kd.coarsen(c.Ref); ok {
-				including[key{c.Kind, c.ID, ref}]++
-			}
-		}
-	}
-	for _, c := range cs {
-		if kd, ok := kinds[c.Kind]; ok {
-			if ref, ok := kd.coarsen(c.Ref); ok && including[key{c.Kind, c.ID, ref}] > 1 {
-				c.Ref = ref
-			}
-		}
 		// The first change of a record in the batch sends it as it is now, which
 		// includes the later ones.
 		k := key{c.Kind, c.ID, c.Ref}
@@ -456,11 +438,7 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (n int, last u
 		if !ok {
 			return 0, published, errors.Join(fmt.Errorf("change %d: kind %q has no sync adapter", c.Seq, c.Kind), wait())
 		}
-		att := &boxAttacher{b: b, seq: c.Seq}
-		rec, err := kd.encode(ctx, b.cfg.Store, b.site.Number, c, att)
-		for _, name := range att.names {
-			objects[name] = c.Seq
-		}
+		rec, err := kd.encode(ctx, b.cfg.Store, b.site.Number, c, &boxAttacher{b: b, seq: c.Seq})
 		if errors.Is(err, store.ErrNotFound) {
 			rec, err = nil, nil // gone meanwhile: a later change says what became of it
 		}
@@ -488,6 +466,32 @@ func (b *Box) publishBatch(ctx context.Context, published uint64) (n int, last u
 	b.skipped = append(b.skipped, skipped...)
 	b.mu.Unlock()
 	return len(cs), cs[len(cs)-1].Seq, nil
+}
+
+// coarsen rewrites, in place, the refs of changes whose records one record
+// includes (Kind.Coarsen), where several of the batch coarsen alike: they go as
+// that record, once.
+func coarsen(cs []store.Change) {
+	type key struct {
+		kind string
+		id   uint64
+		ref  uint64
+	}
+	coarse := make([]*key, len(cs))
+	including := map[key]int{}
+	for i, c := range cs {
+		if kd, ok := kinds[c.Kind]; ok {
+			if ref, ok := kd.coarsen(c.Ref); ok {
+				coarse[i] = &key{c.Kind, c.ID, ref}
+				including[*coarse[i]]++
+			}
+		}
+	}
+	for i, k := range coarse {
+		if k != nil && including[*k] > 1 {
+			cs[i].Ref = k.ref
+		}
+	}
 }
 
 // acknowledged trims what the office has: the feed up to seq, the stream's messages
@@ -563,9 +567,8 @@ func (b *Box) acknowledged(ctx context.Context, seq uint64) {
 
 // boxAttacher puts pictures and photos into the box's bucket for change seq.
 type boxAttacher struct {
-	b     *Box
-	seq   uint64
-	names []string
+	b   *Box
+	seq uint64
 }
 
 func (a *boxAttacher) PutObject(ctx context.Context, name, imagePath string) (int64, string, error) {
@@ -599,7 +602,6 @@ func (a *boxAttacher) put(ctx context.Context, name string, open func() (io.Read
 			return 0, "", err
 		}
 		if whole {
-			a.names = append(a.names, name)
 			return int64(info.Size), info.Digest, nil
 		}
 		// A put cut short (the bucket full, say) may leave its description
@@ -616,7 +618,6 @@ func (a *boxAttacher) put(ctx context.Context, name string, open func() (io.Read
 	if err != nil {
 		return 0, "", err
 	}
-	a.names = append(a.names, name)
 	return int64(info.Size), info.Digest, nil
 }
 

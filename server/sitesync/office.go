@@ -788,9 +788,9 @@ func (a *siteApplier) after(ctx context.Context, items []item, removed store.Rem
 const sweepEvery = 30
 
 // sweepPictures purges at the hub the chunks of the pictures the box has let go, at
-// most once per sweepEvery Polls (a minute by default). The box deletes a picture once every change naming it is
-// applied here, and its deletion marker comes through the bucket's sourcing: no
-// change still to apply needs those chunks. Nothing else is deleted at the hub: a
+// most once per sweepEvery Polls (a minute by default). The box deletes a picture
+// once every change naming it is applied here, and its deletion marker comes through
+// the bucket's sourcing: no change still to apply needs those chunks. Nothing else is deleted at the hub: a
 // picture applied here may be named again by a later change while the box still
 // holds it, and the newest messages sourced from the box (the markers among them)
 // must stay, since the hub resumes sourcing after them when it is set up afresh;
